@@ -324,3 +324,1442 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #endif
 
 #endif /* NORM_BWD_H_INCLUDED */
+
+/* ==========================================================================
+   IMPLEMENTATION
+   ========================================================================== */
+#if defined(NORM_BWD_IMPLEMENTATION) && !defined(NBWD__IMPLEMENTED)
+#define NBWD__IMPLEMENTED
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if defined(NORM_BWD_MALLOC) && defined(NORM_BWD_FREE)
+#elif !defined(NORM_BWD_MALLOC) && !defined(NORM_BWD_FREE)
+#define NORM_BWD_MALLOC(size) malloc(size)
+#define NORM_BWD_FREE(ptr) free(ptr)
+#else
+#error "norm_bwd.h: define both NORM_BWD_MALLOC and NORM_BWD_FREE, or neither"
+#endif
+
+#ifndef NORM_BWD_HEADER_FILENAME
+#define NORM_BWD_HEADER_FILENAME "norm_bwd.h"
+#endif
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#define NBWD__MSVC 1
+#define NBWD__FORCEINLINE static __forceinline
+#else
+#define NBWD__FORCEINLINE static inline __attribute__((always_inline))
+#endif
+
+#define NBWD__CAT_(a, b) a##b
+#define NBWD__CAT(a, b) NBWD__CAT_(a, b)
+
+/* OpenMP without warnings when it is off: a raw '#pragma omp' warns under
+   -Wall without -fopenmp, _Pragma inside a macro does not exist then. */
+#if defined(_OPENMP)
+#define NBWD__PRAGMA(x) _Pragma(#x)
+#define NBWD__PARALLEL_FOR(nthreads, var, count, body)                                  \
+    do {                                                                                \
+        if ((nthreads) > 1) {                                                           \
+            NBWD__PRAGMA(omp parallel for num_threads(nthreads) schedule(static))       \
+            for (var = 0; var < (count); ++var) { body; }                               \
+        } else {                                                                        \
+            for (var = 0; var < (count); ++var) { body; }                               \
+        }                                                                               \
+    } while (0)
+#else
+#define NBWD__PARALLEL_FOR(nthreads, var, count, body)                                  \
+    do {                                                                                \
+        (void)(nthreads);                                                               \
+        for (var = 0; var < (count); ++var) { body; }                                   \
+    } while (0)
+#endif
+
+/* Tuning constants. The reduction blocking depends on them and on the shape
+   only, never on the thread count: that is what makes results deterministic. */
+#define NBWD__MIN_BLOCK_ROWS 8              /* rows per diff_gamma/diff_beta partial */
+#define NBWD__MAX_BLOCKS 512                /* partial sums per column, at most */
+#define NBWD__PARTIALS_BYTES (32 << 20)     /* cap on the partials' workspace */
+#define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
+#define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
+#define NBWD__WS_ALIGN 64
+
+/* ---------------------------------------------------------------- status */
+NBWD_API const char *nbwd_status_string(nbwd_status status) {
+    static const char *const messages[] = {
+#define NBWD__STATUS_MSG(name, msg) #name ": " msg,
+        NBWD__STATUS_LIST(NBWD__STATUS_MSG)
+#undef NBWD__STATUS_MSG
+    };
+    if ((int)status < 0 || (int)status >= (int)NBWD_STATUS_COUNT) return "unknown nbwd_status value";
+    return messages[(int)status];
+}
+
+/* ----------------------------------------------------------- conversions */
+static uint32_t nbwd__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float nbwd__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static float nbwd__bf16_to_f32(uint16_t v) { return nbwd__bits_f32((uint32_t)v << 16); }
+
+static uint16_t nbwd__f32_to_bf16(float f) {
+    uint32_t u = nbwd__f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);                                            /* nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+static float nbwd__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalize */
+            int32_t e = 1;
+            while (!(man & 0x400u)) { man <<= 1; e--; }
+            bits = sign | ((uint32_t)(e + 112) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0u); /* NaN stays quiet NaN */
+    } else {
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    }
+    return nbwd__bits_f32(bits);
+}
+
+static uint16_t nbwd__f32_to_f16(float f) {
+    uint32_t u = nbwd__f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* quiet NaN */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to infinity */
+    if (a < 0x38800000u) { /* below 2^-14: f16 subnormal or zero */
+        uint32_t e = a >> 23, m, shift, r, rem, half;
+        if (e < 102) return sign; /* below 2^-25: rounds to zero */
+        m = (a & 0x7fffffu) | 0x800000u;
+        shift = 126 - e;
+        r = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1u))) r++;
+        return (uint16_t)(sign | r);
+    } else {
+        uint32_t r = (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu);
+        uint32_t rem = a & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+        return (uint16_t)(sign | r);
+    }
+}
+
+NBWD_API float nbwd_bf16_to_f32(uint16_t v) { return nbwd__bf16_to_f32(v); }
+NBWD_API uint16_t nbwd_f32_to_bf16(float v) { return nbwd__f32_to_bf16(v); }
+NBWD_API float nbwd_f16_to_f32(uint16_t v) { return nbwd__f16_to_f32(v); }
+NBWD_API uint16_t nbwd_f32_to_f16(float v) { return nbwd__f32_to_f16(v); }
+NBWD_API void nbwd_bf16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i;
+    if (!src || !dst) return;
+    for (i = 0; i < n; ++i) dst[i] = nbwd__bf16_to_f32(src[i]);
+}
+NBWD_API void nbwd_f32_to_bf16_n(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i;
+    if (!src || !dst) return;
+    for (i = 0; i < n; ++i) dst[i] = nbwd__f32_to_bf16(src[i]);
+}
+NBWD_API void nbwd_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i;
+    if (!src || !dst) return;
+    for (i = 0; i < n; ++i) dst[i] = nbwd__f16_to_f32(src[i]);
+}
+NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i;
+    if (!src || !dst) return;
+    for (i = 0; i < n; ++i) dst[i] = nbwd__f32_to_f16(src[i]);
+}
+
+static size_t nbwd__esize(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
+
+/* Element i of a tensor of dtype dt, widened to float. */
+static float nbwd__load(const void *p, int64_t i, int dt) {
+    if (dt == NBWD_F32) return ((const float *)p)[i];
+    if (dt == NBWD_F16) return nbwd__f16_to_f32(((const uint16_t *)p)[i]);
+    return nbwd__bf16_to_f32(((const uint16_t *)p)[i]);
+}
+static void nbwd__store(void *p, int64_t i, int dt, float v) {
+    if (dt == NBWD_F32) ((float *)p)[i] = v;
+    else if (dt == NBWD_F16) ((uint16_t *)p)[i] = nbwd__f32_to_f16(v);
+    else ((uint16_t *)p)[i] = nbwd__f32_to_bf16(v);
+}
+
+/* ------------------------------------------------------ kernel interface */
+/* The ISA-specific part is four row kernels over a dense run of n elements
+   of data dtype dt, all written once in the kernel template at the end of
+   this file. xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1).
+   row_reduce: sums[0] = sum g, sums[1] = sum g*xhat with g = dy*gamma
+               (gamma NULL: 1); col_dg[i] += dy*xhat, col_db[i] += dy.
+               Any of sums, col_dg, col_db may be NULL.
+   row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)).
+   col_reduce/col_apply: the same with per-column xm, xs, mean_g, mean_gx,
+               scale (BatchNorm NXC, where a row holds every channel). */
+typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
+                                    const float *gamma, float *col_dg, float *col_db, float *sums);
+typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
+                                   const float *gamma, float mean_g, float mean_gx, float scale);
+typedef void (*nbwd__col_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, const float *xm,
+                                    const float *xs, float *col_dg, float *col_db);
+typedef void (*nbwd__col_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, const float *xm,
+                                   const float *xs, const float *mean_g, const float *mean_gx, const float *scale);
+typedef struct nbwd__kernels {
+    nbwd_isa isa;
+    nbwd__row_reduce_fn row_reduce;
+    nbwd__row_apply_fn row_apply;
+    nbwd__col_reduce_fn col_reduce;
+    nbwd__col_apply_fn col_apply;
+} nbwd__kernels;
+
+/* The portable path: the same template with one-lane "vectors". */
+#define NBWD__KSUFFIX _scalar
+#define NBWD__KISA NBWD_ISA_SCALAR
+#define NBWD__KTARGET
+#define NBWD__VF float
+#define NBWD__VW 1
+#define NBWD__VZERO() 0.0f
+#define NBWD__VSET1(s) (s)
+#define NBWD__VADD(a, b) ((a) + (b))
+#define NBWD__VSUB(a, b) ((a) - (b))
+#define NBWD__VMUL(a, b) ((a) * (b))
+#define NBWD__VFMA(a, b, c) ((a) * (b) + (c))
+#define NBWD__VHSUM(v) (v)
+#define NBWD__VLOAD_F32(p) (*(p))
+#define NBWD__VSTORE_F32(p, v) (*(p) = (v))
+#define NBWD__VLOAD_F16(p) nbwd__f16_to_f32(*(p))
+#define NBWD__VSTORE_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
+#define NBWD__VLOAD_BF16(p) nbwd__bf16_to_f32(*(p))
+#define NBWD__VSTORE_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+
+#if !defined(NORM_BWD_NO_SIMD)
+#include "norm_bwd_simd.h"
+#endif
+
+/* ------------------------------------------------------------- dispatch */
+/* The only global state: the detected CPU features and the chosen path,
+   packed in one int written once (a racing second writer stores the same
+   value). Bits 0..7: runnable paths (1 << nbwd_isa); bits 8..11: the path
+   NBWD_ISA_AUTO resolves to; bit 15: a NORM_BWD_ISA value that cannot run;
+   bit 16: initialised. */
+static int nbwd__dispatch_state;
+static int nbwd__forced_isa; /* nbwd_force_isa; 0 = none */
+
+#if defined(NBWD__MSVC)
+#include <intrin.h>
+#define NBWD__ATOMIC_LOAD(p) (*(volatile int *)(p))
+#define NBWD__ATOMIC_STORE(p, v) (*(volatile int *)(p) = (v))
+#else
+#define NBWD__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define NBWD__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#endif
+
+static const nbwd__kernels *nbwd__compiled(nbwd_isa isa) {
+    switch (isa) {
+    case NBWD_ISA_SCALAR: return &nbwd__kernels_scalar;
+#if defined(NBWD__HAVE_SSE)
+    case NBWD_ISA_SSE: return &nbwd__kernels_sse;
+#endif
+#if defined(NBWD__HAVE_AVX2)
+    case NBWD_ISA_AVX2: return &nbwd__kernels_avx2;
+#endif
+#if defined(NBWD__HAVE_AVX512)
+    case NBWD_ISA_AVX512: return &nbwd__kernels_avx512;
+#endif
+#if defined(NBWD__HAVE_NEON)
+    case NBWD_ISA_NEON: return &nbwd__kernels_neon;
+#endif
+    default: return NULL;
+    }
+}
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define NBWD__X86 1
+static void nbwd__cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+#if defined(NBWD__MSVC)
+    int a[4];
+    __cpuidex(a, (int)leaf, (int)sub);
+    r[0] = (unsigned)a[0]; r[1] = (unsigned)a[1]; r[2] = (unsigned)a[2]; r[3] = (unsigned)a[3];
+#else
+    __asm__ __volatile__("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+#endif
+}
+static unsigned long long nbwd__xcr0(void) {
+#if defined(NBWD__MSVC)
+    return _xgetbv(0);
+#else
+    unsigned lo, hi;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+#endif
+}
+#endif
+
+/* Bit mask of the paths this CPU and OS can run (compiled in or not). */
+static int nbwd__cpu_paths(void) {
+    int paths = 1 << NBWD_ISA_SCALAR;
+#if defined(NBWD__X86)
+    unsigned r[4], max_leaf;
+    nbwd__cpuid(0, 0, r);
+    max_leaf = r[0];
+    nbwd__cpuid(1, 0, r);
+    if (r[3] & (1u << 26)) paths |= 1 << NBWD_ISA_SSE; /* SSE2 */
+    if ((r[2] & (1u << 27)) && (r[2] & (1u << 28)) && (r[2] & (1u << 12)) && (r[2] & (1u << 29)) &&
+        max_leaf >= 7) { /* OSXSAVE, AVX, FMA, F16C */
+        unsigned long long xcr0 = nbwd__xcr0();
+        unsigned ebx7;
+        nbwd__cpuid(7, 0, r);
+        ebx7 = r[1];
+        if ((xcr0 & 0x6) == 0x6 && (ebx7 & (1u << 5))) {
+            paths |= 1 << NBWD_ISA_AVX2;
+            if ((xcr0 & 0xe6) == 0xe6 && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) && (ebx7 & (1u << 31)))
+                paths |= 1 << NBWD_ISA_AVX512;
+        }
+    }
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    /* NEON and the SSE baseline (translated to NEON by SIMDe) are baseline. */
+    paths |= (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_SSE);
+#endif
+    return paths;
+}
+
+static int nbwd__isa_from_name(const char *s) {
+    int i;
+    for (i = 1; i < NBWD_ISA_COUNT; ++i)
+        if (strcmp(s, nbwd_isa_name((nbwd_isa)i)) == 0) return i;
+    return 0;
+}
+
+static int nbwd__dispatch(void) {
+    int state = NBWD__ATOMIC_LOAD(&nbwd__dispatch_state);
+    if (!state) {
+        int cpu = nbwd__cpu_paths(), runnable = 0, best = NBWD_ISA_SCALAR, i;
+        static const int preference[] = {NBWD_ISA_SCALAR, NBWD_ISA_SSE, NBWD_ISA_NEON, NBWD_ISA_AVX2,
+                                         NBWD_ISA_AVX512};
+        const char *env = getenv("NORM_BWD_ISA");
+        for (i = 1; i < NBWD_ISA_COUNT; ++i)
+            if ((cpu & (1 << i)) && nbwd__compiled((nbwd_isa)i)) runnable |= 1 << i;
+        for (i = 0; i < (int)(sizeof preference / sizeof preference[0]); ++i)
+            if (runnable & (1 << preference[i])) best = preference[i];
+        state = runnable | (1 << 16);
+        if (env && *env && strcmp(env, "auto") != 0) {
+            int want = nbwd__isa_from_name(env);
+            if (want && (runnable & (1 << want))) best = want;
+            else state |= 1 << 15;
+        }
+        state |= best << 8;
+        NBWD__ATOMIC_STORE(&nbwd__dispatch_state, state);
+    }
+    return state;
+}
+
+NBWD_API const char *nbwd_isa_name(nbwd_isa isa) {
+    switch (isa) {
+    case NBWD_ISA_AUTO: return "auto";
+    case NBWD_ISA_SCALAR: return "scalar";
+    case NBWD_ISA_SSE: return "sse";
+    case NBWD_ISA_AVX2: return "avx2";
+    case NBWD_ISA_AVX512: return "avx512";
+    case NBWD_ISA_NEON: return "neon";
+    default: return "unknown";
+    }
+}
+
+NBWD_API int nbwd_isa_supported(nbwd_isa isa) {
+    if ((int)isa <= 0 || (int)isa >= NBWD_ISA_COUNT) return 0;
+    return (nbwd__dispatch() >> (int)isa) & 1;
+}
+
+/* The kernels for a requested path (NBWD_ISA_AUTO: forced, else env, else
+   best), or NULL when that path cannot run here. */
+static const nbwd__kernels *nbwd__select(nbwd_isa isa) {
+    int state = nbwd__dispatch();
+    if ((int)isa == NBWD_ISA_AUTO) {
+        int forced = NBWD__ATOMIC_LOAD(&nbwd__forced_isa);
+        if (forced) return nbwd__compiled((nbwd_isa)forced);
+        if (state & (1 << 15)) return NULL;
+        return nbwd__compiled((nbwd_isa)((state >> 8) & 15));
+    }
+    if ((int)isa < 0 || (int)isa >= NBWD_ISA_COUNT || !((state >> (int)isa) & 1)) return NULL;
+    return nbwd__compiled(isa);
+}
+
+NBWD_API nbwd_isa nbwd_active_isa(void) {
+    const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
+    return k ? k->isa : NBWD_ISA_AUTO;
+}
+
+NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa) {
+    if ((int)isa != NBWD_ISA_AUTO && !nbwd_isa_supported(isa)) return NBWD_ERR_UNSUPPORTED;
+    NBWD__ATOMIC_STORE(&nbwd__forced_isa, (int)isa);
+    return NBWD_OK;
+}
+
+static int nbwd__pick_threads(int requested, int64_t work_elems, int64_t max_parallel) {
+#if defined(_OPENMP)
+    int64_t t;
+    if (omp_in_parallel()) return 1; /* nested call: the caller's threads are busy already */
+    if (requested > 0) {
+        t = requested;
+    } else {
+        t = omp_get_max_threads();
+        if (t > work_elems / NBWD__MIN_WORK_PER_THREAD) t = work_elems / NBWD__MIN_WORK_PER_THREAD;
+    }
+    if (t > max_parallel) t = max_parallel;
+    return t < 1 ? 1 : (int)t;
+#else
+    (void)requested; (void)work_elems; (void)max_parallel;
+    return 1;
+#endif
+}
+
+/* ----------------------------------------------------------- validation */
+#define NBWD__MAX_ELEMS (INT64_MAX / 16) /* keeps every byte offset in range */
+
+static int nbwd__mul_ok(int64_t a, int64_t b, int64_t *out) { /* a, b >= 0 */
+    if (a != 0 && b > NBWD__MAX_ELEMS / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
+
+/* Stats and params are f32, or the data type itself (see DATA TYPES). */
+static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
+    if (!nbwd__dtype_ok(dt) || !nbwd__dtype_ok(sdt) || !nbwd__dtype_ok(pdt)) return NBWD_ERR_BAD_DTYPE;
+    if ((sdt != NBWD_F32 && sdt != dt) || (pdt != NBWD_F32 && pdt != dt)) return NBWD_ERR_BAD_DTYPE;
+    return NBWD_OK;
+}
+
+static nbwd_status nbwd__check_common(int form, unsigned flags, int num_threads, int isa, float eps) {
+    if (form < NBWD_STATS_MEAN_VARIANCE || form > NBWD_STATS_XHAT_STD) return NBWD_ERR_BAD_PARAM;
+    if (flags & ~NBWD_ACCUMULATE_PARAM_GRADS) return NBWD_ERR_BAD_PARAM;
+    if (num_threads < 0 || isa < 0 || isa >= NBWD_ISA_COUNT) return NBWD_ERR_BAD_PARAM;
+    if (form == NBWD_STATS_MEAN_VARIANCE && !(eps > 0.0f && (double)eps <= 3.4028234663852886e38))
+        return NBWD_ERR_BAD_PARAM; /* also rejects NaN and infinity */
+    return NBWD_OK;
+}
+
+/* Checks dims and returns the element count of dims [from, to). */
+static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
+    int64_t c = 1;
+    int d;
+    for (d = from; d < to; ++d)
+        if (dims[d] < 0 || !nbwd__mul_ok(c, dims[d], &c)) return NBWD_ERR_BAD_SHAPE;
+    *count = c;
+    return NBWD_OK;
+}
+
+/* Given strides, or dense row-major ones over dims [0, rank). */
+static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, int64_t *out) {
+    int64_t s = 1;
+    int d;
+    for (d = rank - 1; d >= 0; --d) {
+        out[d] = given ? given[d] : s;
+        s *= dims[d] > 0 ? dims[d] : 1;
+    }
+}
+
+/* Is the block of dims [from, to) dense (row-major, unit inner stride)? */
+static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
+    int64_t expect = 1;
+    int d;
+    for (d = to - 1; d >= from; --d) {
+        if (dims[d] != 1 && st[d] != expect) return 0;
+        expect *= dims[d];
+    }
+    return 1;
+}
+
+/* Byte range [lo, hi) a tensor covers relative to its base; 0 on overflow. */
+static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t esz, int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = 0, span;
+    int d;
+    *lo = *hi = 0;
+    for (d = 0; d < rank; ++d)
+        if (dims[d] == 0) return 1; /* empty tensor */
+    for (d = 0; d < rank; ++d) {
+        if (dims[d] == 1) continue;
+        if (st[d] < -NBWD__MAX_ELEMS || st[d] > NBWD__MAX_ELEMS) return 0;
+        if (!nbwd__mul_ok(st[d] < 0 ? -st[d] : st[d], dims[d] - 1, &span)) return 0;
+        if (st[d] < 0) l -= span; else h += span;
+        if (l < -NBWD__MAX_ELEMS || h > NBWD__MAX_ELEMS) return 0;
+    }
+    *lo = l * (int64_t)esz;
+    *hi = (h + 1) * (int64_t)esz;
+    return 1;
+}
+
+/* No two elements of an output share an address: the outer dims, sorted by
+   |stride|, each step over everything inside them (dense inner block). */
+static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
+    int64_t sd[NBWD_MAX_RANK], ss[NBWD_MAX_RANK], span = block;
+    int k = 0, i, j;
+    for (i = 0; i < n; ++i) {
+        if (dims[i] == 0) return 1;
+        if (dims[i] > 1) { sd[k] = dims[i]; ss[k] = st[i] < 0 ? -st[i] : st[i]; ++k; }
+    }
+    for (i = 1; i < k; ++i) /* insertion sort by stride */
+        for (j = i; j > 0 && ss[j] < ss[j - 1]; --j) {
+            int64_t t = ss[j]; ss[j] = ss[j - 1]; ss[j - 1] = t;
+            t = sd[j]; sd[j] = sd[j - 1]; sd[j - 1] = t;
+        }
+    for (i = 0; i < k; ++i) {
+        if (ss[i] < span) return 0;
+        span += ss[i] * (sd[i] - 1); /* bounded: the extent check passed */
+    }
+    return 1;
+}
+
+/* An address interval; empty when p is NULL or the tensor has no elements. */
+typedef struct nbwd__span { uintptr_t lo, hi; } nbwd__span;
+static nbwd__span nbwd__span_at(const void *p, int64_t lo, int64_t hi) {
+    nbwd__span s;
+    s.lo = s.hi = 0;
+    if (p && hi > lo) {
+        s.lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
+        s.hi = (uintptr_t)p + (uintptr_t)hi;
+    }
+    return s;
+}
+static int nbwd__overlap(nbwd__span a, nbwd__span b) {
+    return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+/* The same tensor: same base and the same stride on every dim that matters. */
+static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
+                           const int64_t *dims) {
+    int d;
+    if (p != q) return 0;
+    for (d = 0; d < rank; ++d)
+        if (dims[d] > 1 && st_p[d] != st_q[d]) return 0;
+    return 1;
+}
+
+/* Output spans vs the others. out[i] may equal an input j where exact[i][j]
+   says the views are identical; any other overlap is an alias error. */
+#define NBWD__MAX_SPANS 10
+static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const int *is_output,
+                                     const unsigned char exact[][NBWD__MAX_SPANS]) {
+    int i, j;
+    for (i = 0; i < count; ++i) {
+        if (!is_output[i]) continue;
+        for (j = 0; j < count; ++j)
+            if (j != i && nbwd__overlap(spans[i], spans[j]) && !(exact && exact[i][j])) return NBWD_ERR_BAD_ALIAS;
+    }
+    return NBWD_OK;
+}
+
+/* Fixed row blocking of a column reduction (diff_gamma/diff_beta, BatchNorm
+   NXC): a function of the shape alone, so sums never depend on threads. */
+static void nbwd__row_blocking(int64_t rows, int64_t cols, int64_t *rows_per_block, int64_t *nblocks) {
+    int64_t cap = NBWD__PARTIALS_BYTES / (8 * (cols > 0 ? cols : 1)), r;
+    if (cap > NBWD__MAX_BLOCKS) cap = NBWD__MAX_BLOCKS;
+    if (cap < 1) cap = 1;
+    r = (rows + cap - 1) / cap;
+    if (r < NBWD__MIN_BLOCK_ROWS) r = NBWD__MIN_BLOCK_ROWS;
+    *rows_per_block = r;
+    *nblocks = (rows + r - 1) / r;
+}
+
+/* Adds count rows of width floats, stride apart, pairwise into the first. */
+static void nbwd__tree_sum(float *base, int64_t count, int64_t stride, int64_t width) {
+    int64_t step, b, j;
+    for (step = 1; step < count; step *= 2)
+        for (b = 0; b + step < count; b += 2 * step) {
+            float *d = base + b * stride;
+            const float *s = base + (b + step) * stride;
+            for (j = 0; j < width; ++j) d[j] += s[j];
+        }
+}
+
+static void nbwd__write_param(void *out, int64_t j, int pdt, float v, int accumulate) {
+    if (accumulate) v = nbwd__load(out, j, pdt) + v;
+    nbwd__store(out, j, pdt, v);
+}
+
+/* Per-set statistics -> xhat transform (xm, xs) and the rstd that scales dx. */
+static void nbwd__stats(int form, int sdt, float eps, const void *mean, int64_t mi, const void *spread, int64_t si,
+                        float *xm, float *xs, float *rstd) {
+    double s = nbwd__load(spread, si, sdt);
+    if (form == NBWD_STATS_XHAT_STD) {
+        *xm = 0.0f; *xs = 1.0f; /* the input already is xhat: (xhat - 0) * 1 is exact */
+        *rstd = (float)(1.0 / s);
+        return;
+    }
+    *xm = nbwd__load(mean, mi, sdt);
+    *rstd = form == NBWD_STATS_MEAN_RSTD ? (float)s : (float)(1.0 / sqrt(s + (double)eps));
+    *xs = *rstd;
+}
+
+/* Workspace carving, each piece 64-byte aligned. */
+static size_t nbwd__ws_take(size_t *total, size_t bytes) {
+    size_t at = *total;
+    *total += (bytes + NBWD__WS_ALIGN - 1) / NBWD__WS_ALIGN * NBWD__WS_ALIGN;
+    return at;
+}
+
+/* Outer-index iteration over up to 5 tensors with arbitrary strides; dims
+   that are contiguous for every tensor are merged first. */
+#define NBWD__MAX_T 5
+typedef struct nbwd__outer {
+    int nd, nt;
+    int64_t dims[NBWD_MAX_RANK];
+    int64_t st[NBWD__MAX_T][NBWD_MAX_RANK];
+} nbwd__outer;
+typedef struct nbwd__cursor {
+    int64_t idx[NBWD_MAX_RANK];
+    int64_t off[NBWD__MAX_T];
+} nbwd__cursor;
+
+static void nbwd__outer_init(nbwd__outer *o, int nd, const int64_t *dims, int nt, int64_t (*st)[NBWD_MAX_RANK]) {
+    int d, t, k = 0;
+    o->nt = nt;
+    for (d = 0; d < nd; ++d) {
+        if (dims[d] == 1) continue;
+        o->dims[k] = dims[d];
+        for (t = 0; t < nt; ++t) o->st[t][k] = st[t][d];
+        ++k;
+    }
+    o->nd = k;
+    for (d = o->nd - 2; d >= 0; --d) { /* merge d+1 into d where every tensor allows */
+        int ok = 1;
+        for (t = 0; t < nt; ++t)
+            if (o->st[t][d] != o->st[t][d + 1] * o->dims[d + 1]) ok = 0;
+        if (!ok) continue;
+        o->dims[d] *= o->dims[d + 1];
+        for (t = 0; t < nt; ++t) o->st[t][d] = o->st[t][d + 1];
+        for (k = d + 1; k + 1 < o->nd; ++k) {
+            o->dims[k] = o->dims[k + 1];
+            for (t = 0; t < nt; ++t) o->st[t][k] = o->st[t][k + 1];
+        }
+        o->nd--;
+    }
+}
+static void nbwd__cursor_seek(const nbwd__outer *o, nbwd__cursor *c, int64_t row) {
+    int d, t;
+    for (t = 0; t < o->nt; ++t) c->off[t] = 0;
+    for (d = o->nd - 1; d >= 0; --d) {
+        c->idx[d] = row % o->dims[d];
+        row /= o->dims[d];
+        for (t = 0; t < o->nt; ++t) c->off[t] += c->idx[d] * o->st[t][d];
+    }
+}
+static void nbwd__cursor_next(const nbwd__outer *o, nbwd__cursor *c) {
+    int d, t;
+    for (d = o->nd - 1; d >= 0; --d) {
+        for (t = 0; t < o->nt; ++t) c->off[t] += o->st[t][d];
+        if (++c->idx[d] < o->dims[d]) return;
+        for (t = 0; t < o->nt; ++t) c->off[t] -= o->st[t][d] * o->dims[d];
+        c->idx[d] = 0;
+    }
+}
+
+/* The pieces common to both operations' pointer checks. */
+static nbwd_status nbwd__check_stats_args(int form, const void *src, const void *xhat, const void *mean,
+                                          const void *variance, const void *rstd, const void *std_,
+                                          int64_t data_elems, int64_t stat_elems) {
+    const void *x = form == NBWD_STATS_XHAT_STD ? xhat : src;
+    const void *spread = form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
+    /* An input of another form given: the caller has mixed up the forms. */
+    if ((form == NBWD_STATS_XHAT_STD && (src || mean)) || (form != NBWD_STATS_XHAT_STD && xhat) ||
+        (variance && variance != spread) || (rstd && rstd != spread) || (std_ && std_ != spread))
+        return NBWD_ERR_BAD_PARAM;
+    if (data_elems > 0 && !x) return NBWD_ERR_NULL_POINTER;
+    if (stat_elems > 0 && (!spread || (form != NBWD_STATS_XHAT_STD && !mean))) return NBWD_ERR_NULL_POINTER;
+    return NBWD_OK;
+}
+
+static nbwd_status nbwd__get_workspace(size_t need, void *workspace, size_t workspace_bytes, void **owned,
+                                       char **base) {
+    *owned = NULL;
+    if (workspace) {
+        if (workspace_bytes < need) return NBWD_ERR_INSUFFICIENT_WORKSPACE;
+    } else if (need > 0) {
+        workspace = NORM_BWD_MALLOC(need);
+        if (!workspace) return NBWD_ERR_OUT_OF_MEMORY;
+        *owned = workspace;
+    }
+    /* need includes NBWD__WS_ALIGN of slack for this rounding */
+    *base = workspace ? (char *)workspace + ((NBWD__WS_ALIGN - (uintptr_t)workspace % NBWD__WS_ALIGN) % NBWD__WS_ALIGN)
+                      : NULL;
+    return NBWD_OK;
+}
+
+/* ------------------------------------------------------------ LayerNorm */
+enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4 };
+
+typedef struct nbwd__ln_plan {
+    int rank, axis, dt, sdt, pdt, form, affine, accumulate;
+    float eps;
+    int64_t rows, n;
+    int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread */
+    int64_t rows_per_block, nblocks;
+    size_t ws_gamma, ws_partials, ws_bytes;
+} nbwd__ln_plan;
+
+typedef struct nbwd__ln_run {
+    const nbwd__ln_plan *p;
+    const nbwd__kernels *k;
+    nbwd__outer outer;
+    const char *x, *dy, *mean, *spread;
+    char *dx;
+    const float *gamma; /* f32, NULL without affine */
+    float *partials;    /* [nblocks][2][n]: dy*xhat sums, then dy sums */
+    int want_dx, want_dg, want_db;
+} nbwd__ln_run;
+
+NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int rank, const int64_t *dims) {
+    int d;
+    if (!desc) return;
+    memset(desc, 0, sizeof *desc);
+    desc->rank = rank;
+    for (d = 0; d < rank && d < NBWD_MAX_RANK && dims; ++d) desc->dims[d] = dims[d];
+    desc->begin_norm_axis = -1;
+    desc->use_affine = 1;
+    desc->epsilon = 1e-5f;
+}
+
+static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__ln_plan *p) {
+    nbwd_status s;
+    int64_t axis, lo, hi;
+    int t;
+    size_t esz;
+    if (!d) return NBWD_ERR_NULL_POINTER;
+    memset(p, 0, sizeof *p);
+    if (d->rank < 1 || d->rank > NBWD_MAX_RANK) return NBWD_ERR_BAD_PARAM;
+    p->rank = d->rank;
+    if ((s = nbwd__count(d->dims, 0, d->rank, &p->rows)) != NBWD_OK) return s;
+    axis = d->begin_norm_axis;
+    if (axis < -(int64_t)d->rank || axis >= d->rank) return NBWD_ERR_BAD_PARAM;
+    p->axis = (int)(axis < 0 ? axis + d->rank : axis);
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+        return s;
+    if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
+    p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
+    p->form = (int)d->stats_form;
+    p->affine = d->use_affine != 0;
+    p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
+    p->eps = d->epsilon;
+    nbwd__count(d->dims, 0, p->axis, &p->rows);
+    nbwd__count(d->dims, p->axis, p->rank, &p->n);
+
+    nbwd__strides(p->rank, d->dims, d->src_strides, p->st[NBWD__TX]);
+    nbwd__strides(p->rank, d->dims, d->diff_dst_strides, p->st[NBWD__TDY]);
+    nbwd__strides(p->rank, d->dims, d->diff_src_strides, p->st[NBWD__TDX]);
+    nbwd__strides(p->axis, d->dims, d->mean_strides, p->st[NBWD__TMEAN]);
+    nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__TVAR]);
+    esz = nbwd__esize(p->dt);
+    for (t = NBWD__TX; t <= NBWD__TDX; ++t) {
+        if (!nbwd__dense_block(d->dims, p->st[t], p->axis, p->rank)) return NBWD_ERR_BAD_STRIDES;
+        if (!nbwd__extent(p->rank, d->dims, p->st[t], esz, &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+    }
+    for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
+        if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+
+    nbwd__row_blocking(p->rows, p->n, &p->rows_per_block, &p->nblocks);
+    p->ws_bytes = NBWD__WS_ALIGN;
+    if (p->affine && p->pdt != NBWD_F32) p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
+    if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
+    return NBWD_OK;
+}
+
+NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+    nbwd__ln_plan p;
+    nbwd_status s;
+    if (!bytes) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
+    *bytes = p.ws_bytes;
+    return NBWD_OK;
+}
+
+static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
+                                       const nbwd_layer_norm_bwd_args *a) {
+    nbwd_status s;
+    int64_t total = p->rows * p->n, lo, hi, outer_dims[NBWD_MAX_RANK];
+    size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt), pesz = nbwd__esize(p->pdt);
+    const void *x = p->form == NBWD_STATS_XHAT_STD ? a->xhat : a->src;
+    const void *spread = p->form == NBWD_STATS_MEAN_VARIANCE ? a->variance
+                         : p->form == NBWD_STATS_MEAN_RSTD   ? a->rstd
+                                                             : a->std;
+    nbwd__span sp[NBWD__MAX_SPANS];
+    int out[NBWD__MAX_SPANS] = {0}, i;
+    unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
+    if ((a->diff_gamma || a->diff_beta) && !p->affine) return NBWD_ERR_BAD_PARAM;
+    if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+                                    p->rows)) != NBWD_OK)
+        return s;
+    if (total > 0 && !a->diff_dst) return NBWD_ERR_NULL_POINTER;
+    if (p->affine && a->diff_src && p->n > 0 && !a->gamma) return NBWD_ERR_NULL_POINTER;
+    for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
+    if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
+        return NBWD_ERR_BAD_STRIDES;
+
+    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 beta, 7 dgamma, 8 dbeta */
+    nbwd__extent(p->rank, d->dims, p->st[NBWD__TX], esz, &lo, &hi);
+    sp[0] = nbwd__span_at(x, lo, hi);
+    nbwd__extent(p->rank, d->dims, p->st[NBWD__TDY], esz, &lo, &hi);
+    sp[1] = nbwd__span_at(a->diff_dst, lo, hi);
+    nbwd__extent(p->rank, d->dims, p->st[NBWD__TDX], esz, &lo, &hi);
+    sp[2] = nbwd__span_at(a->diff_src, lo, hi);
+    nbwd__extent(p->axis, d->dims, p->st[NBWD__TMEAN], sesz, &lo, &hi);
+    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, lo, hi);
+    nbwd__extent(p->axis, d->dims, p->st[NBWD__TVAR], sesz, &lo, &hi);
+    sp[4] = nbwd__span_at(spread, lo, hi);
+    sp[5] = nbwd__span_at(p->affine ? a->gamma : NULL, 0, p->n * (int64_t)pesz);
+    sp[6] = nbwd__span_at(p->affine ? a->beta : NULL, 0, p->n * (int64_t)pesz);
+    sp[7] = nbwd__span_at(a->diff_gamma, 0, p->n * (int64_t)pesz);
+    sp[8] = nbwd__span_at(a->diff_beta, 0, p->n * (int64_t)pesz);
+    out[2] = out[7] = out[8] = 1;
+    memset(exact, 0, sizeof exact);
+    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
+    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_dst, p->st[NBWD__TDY],
+                                                 p->rank, d->dims);
+    return nbwd__check_alias(9, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+}
+
+/* One block of rows: dx for each row, and this block's partial column sums. */
+static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
+    const nbwd__ln_plan *p = r->p;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n;
+    size_t esz = nbwd__esize(p->dt);
+    float *dg = r->want_dg ? r->partials + b * 2 * n : NULL;
+    float *db = r->want_db ? r->partials + b * 2 * n + n : NULL;
+    nbwd__cursor c;
+    if (end > p->rows) end = p->rows;
+    if (dg) memset(dg, 0, (size_t)n * 4);
+    if (db) memset(db, 0, (size_t)n * 4);
+    nbwd__cursor_seek(&r->outer, &c, row);
+    for (; row < end; ++row, nbwd__cursor_next(&r->outer, &c)) {
+        const char *x = r->x + c.off[NBWD__TX] * (int64_t)esz;
+        const char *dy = r->dy + c.off[NBWD__TDY] * (int64_t)esz;
+        float xm, xs, rstd, sums[2];
+        nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR], &xm, &xs,
+                    &rstd);
+        r->k->row_reduce(x, dy, p->dt, n, xm, xs, r->gamma, dg, db, r->want_dx ? sums : NULL);
+        if (r->want_dx) {
+            float mean_g = (float)((double)sums[0] / (double)n);
+            float mean_gx = (float)((double)sums[1] / (double)n);
+            r->k->row_apply(x, dy, r->dx + c.off[NBWD__TDX] * (int64_t)esz, p->dt, n, xm, xs, r->gamma, mean_g,
+                            mean_gx, rstd);
+        }
+    }
+}
+
+#define NBWD__REDUCE_CHUNK 256 /* columns per task of the final reduction */
+
+NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    nbwd__ln_plan p;
+    nbwd__ln_run r;
+    nbwd_status s;
+    void *owned;
+    char *ws;
+    int64_t n, j, b, width, nchunks;
+    int threads;
+    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if (!args) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
+    memset(&r, 0, sizeof r);
+    if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
+    if ((s = nbwd__get_workspace(p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
+    /* Everything is validated: from here on outputs are written. */
+    n = p.n;
+    r.p = &p;
+    r.want_dx = args->diff_src != NULL;
+    r.want_dg = args->diff_gamma != NULL;
+    r.want_db = args->diff_beta != NULL;
+    if (p.rows == 0 && !p.accumulate) { /* no rows: the sums are empty */
+        for (j = 0; j < n; ++j) {
+            if (r.want_dg) nbwd__store(args->diff_gamma, j, p.pdt, 0.0f);
+            if (r.want_db) nbwd__store(args->diff_beta, j, p.pdt, 0.0f);
+        }
+    }
+    if (p.rows > 0 && n > 0 && (r.want_dx || r.want_dg || r.want_db)) {
+        r.x = (const char *)(p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src);
+        r.dy = (const char *)args->diff_dst;
+        r.dx = (char *)args->diff_src;
+        r.mean = (const char *)args->mean;
+        r.spread = (const char *)(p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
+                                  : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
+                                                                     : args->std);
+        if (p.affine && r.want_dx) {
+            if (p.pdt == NBWD_F32) {
+                r.gamma = (const float *)args->gamma;
+            } else {
+                float *g = (float *)(ws + p.ws_gamma);
+                for (j = 0; j < n; ++j) g[j] = nbwd__load(args->gamma, j, p.pdt);
+                r.gamma = g;
+            }
+        }
+        if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
+        nbwd__outer_init(&r.outer, p.axis, desc->dims, NBWD__MAX_T, p.st);
+        threads = nbwd__pick_threads(desc->num_threads, p.rows * n, p.nblocks);
+        NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__ln_block(&r, b));
+        if (r.want_dg || r.want_db) {
+            width = 2 * n;
+            nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK;
+            threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
+            NBWD__PARALLEL_FOR(threads, b, nchunks,
+                               nbwd__tree_sum(r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
+                                              (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
+                                                                                    : width - b * NBWD__REDUCE_CHUNK));
+            for (j = 0; j < n; ++j) {
+                if (r.want_dg) nbwd__write_param(args->diff_gamma, j, p.pdt, r.partials[j], p.accumulate);
+                if (r.want_db) nbwd__write_param(args->diff_beta, j, p.pdt, r.partials[n + j], p.accumulate);
+            }
+        }
+    }
+    if (owned) NORM_BWD_FREE(owned);
+    return NBWD_OK;
+}
+
+/* ------------------------------------------------------------ BatchNorm */
+typedef struct nbwd__bn_plan {
+    int rank, dt, sdt, pdt, form, accumulate, nxc; /* nxc: channels are the dense inner dim */
+    float eps;
+    int64_t N, C, S, M;                     /* batch, channels, spatial size, N * S */
+    int64_t st[3][NBWD_MAX_RANK];           /* x, dy, dx */
+    int64_t rows, rows_per_block, nblocks;  /* NXC: rows = N * S */
+    int64_t n_per_chunk, nchunks;           /* NCX: batch entries per partial */
+    size_t ws_coef, ws_partials, ws_bytes;
+} nbwd__bn_plan;
+
+typedef struct nbwd__bn_run {
+    const nbwd__bn_plan *p;
+    const nbwd__kernels *k;
+    nbwd__outer outer; /* NXC rows */
+    const char *x, *dy;
+    char *dx;
+    float *xm, *xs, *mean_g, *mean_gx, *scale; /* [C] each; scale holds rstd until finished */
+    float *partials;
+    const void *gamma;                         /* NULL: 1 */
+    void *dgamma, *dbeta;
+    int want_dx;
+} nbwd__bn_run;
+
+NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int rank, const int64_t *dims,
+                                            nbwd_layout layout, float epsilon) {
+    int d;
+    if (!desc) return;
+    memset(desc, 0, sizeof *desc);
+    desc->rank = rank;
+    for (d = 0; d < rank && d < NBWD_MAX_RANK && dims; ++d) desc->dims[d] = dims[d];
+    desc->layout = layout;
+    desc->epsilon = epsilon;
+}
+
+static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
+    nbwd_status s;
+    int64_t lo, hi, total;
+    int t, r;
+    if (!d) return NBWD_ERR_NULL_POINTER;
+    memset(p, 0, sizeof *p);
+    if (d->rank < 2 || d->rank > NBWD_MAX_RANK) return NBWD_ERR_BAD_PARAM;
+    if (d->layout != NBWD_NXC && d->layout != NBWD_NCX) return NBWD_ERR_BAD_PARAM;
+    r = p->rank = d->rank;
+    if ((s = nbwd__count(d->dims, 0, r, &total)) != NBWD_OK) return s;
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+        return s;
+    if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
+    p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
+    p->form = (int)d->stats_form;
+    p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
+    p->eps = d->epsilon;
+    /* [N, C] reads the same in both layouts: take the row (NXC) algorithm. */
+    p->nxc = d->layout == NBWD_NXC || r == 2;
+    p->N = d->dims[0];
+    p->C = p->nxc ? d->dims[r - 1] : d->dims[1];
+    nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
+    p->M = p->N * p->S;
+    for (t = 0; t < 3; ++t) {
+        const int64_t *given = t == 0 ? d->src_strides : t == 1 ? d->diff_dst_strides : d->diff_src_strides;
+        nbwd__strides(r, d->dims, given, p->st[t]);
+        if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
+        if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+    }
+    p->ws_bytes = NBWD__WS_ALIGN;
+    p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
+    if (p->nxc) {
+        p->rows = p->M;
+        nbwd__row_blocking(p->rows, p->C, &p->rows_per_block, &p->nblocks);
+        p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->C * 4);
+    } else {
+        int64_t per = p->S > 0 ? (NBWD__BN_CHUNK_ELEMS + p->S - 1) / p->S : 1;
+        p->n_per_chunk = per < 1 ? 1 : per;
+        p->nchunks = (p->N + p->n_per_chunk - 1) / p->n_per_chunk;
+        p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * (size_t)p->nchunks * 2 * 4);
+    }
+    return NBWD_OK;
+}
+
+NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
+    nbwd__bn_plan p;
+    nbwd_status s;
+    if (!bytes) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
+    *bytes = p.ws_bytes;
+    return NBWD_OK;
+}
+
+static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
+                                       const nbwd_batch_norm_bwd_args *a) {
+    nbwd_status s;
+    int64_t total = p->M * p->C, lo, hi, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
+    int64_t cs = p->C * (int64_t)nbwd__esize(p->sdt), cp = p->C * (int64_t)nbwd__esize(p->pdt);
+    size_t esz = nbwd__esize(p->dt);
+    const void *x = p->form == NBWD_STATS_XHAT_STD ? a->xhat : a->src;
+    const void *spread = p->form == NBWD_STATS_MEAN_VARIANCE ? a->variance
+                         : p->form == NBWD_STATS_MEAN_RSTD   ? a->rstd
+                                                             : a->std;
+    nbwd__span sp[NBWD__MAX_SPANS];
+    int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
+    unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
+    if ((a->diff_gamma == NULL) != (a->diff_beta == NULL)) return NBWD_ERR_BAD_PARAM;
+    if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+                                    p->C)) != NBWD_OK)
+        return s;
+    if (total > 0 && !a->diff_dst) return NBWD_ERR_NULL_POINTER;
+    /* outer dims of dx: NXC all but C; NCX N and C around the dense plane */
+    for (i = 0; i < (p->nxc ? p->rank - 1 : 2); ++i) { od[nod] = d->dims[i]; os[nod] = p->st[2][i]; ++nod; }
+    if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->nxc ? p->C : p->S)) return NBWD_ERR_BAD_STRIDES;
+
+    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
+    for (i = 0; i < 3; ++i) {
+        const void *ptr = i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src;
+        nbwd__extent(p->rank, d->dims, p->st[i], esz, &lo, &hi);
+        sp[i] = nbwd__span_at(ptr, lo, hi);
+    }
+    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 0, cs);
+    sp[4] = nbwd__span_at(spread, 0, cs);
+    sp[5] = nbwd__span_at(a->gamma, 0, cp);
+    sp[6] = nbwd__span_at(a->diff_gamma, 0, cp);
+    sp[7] = nbwd__span_at(a->diff_beta, 0, cp);
+    out[2] = out[6] = out[7] = 1;
+    memset(exact, 0, sizeof exact);
+    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
+    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
+    return nbwd__check_alias(8, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+}
+
+/* Channel c's sums are complete (partials[0..1]): coefficients and params. */
+static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, float sum_dy) {
+    const nbwd__bn_plan *p = r->p;
+    float gamma = r->gamma ? nbwd__load(r->gamma, c, p->pdt) : 1.0f;
+    r->mean_g[c] = (float)((double)sum_dy / (double)p->M);
+    r->mean_gx[c] = (float)((double)sum_dyx / (double)p->M);
+    r->scale[c] = r->scale[c] * gamma;
+    if (r->dgamma) {
+        nbwd__write_param(r->dgamma, c, p->pdt, sum_dyx, p->accumulate);
+        nbwd__write_param(r->dbeta, c, p->pdt, sum_dy, p->accumulate);
+    }
+}
+
+/* NCX: channel c, batch entries [k * n_per_chunk, ...): one partial. */
+static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c, int64_t k) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt);
+    float acc[2] = {0.0f, 0.0f}, sums[2];
+    if (end > p->N) end = p->N;
+    for (; n < end; ++n) {
+        r->k->row_reduce(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
+                         r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
+                         NULL, NULL, sums);
+        acc[0] += sums[1]; /* dy * xhat */
+        acc[1] += sums[0]; /* dy */
+    }
+    r->partials[(c * p->nchunks + k) * 2] = acc[0];
+    r->partials[(c * p->nchunks + k) * 2 + 1] = acc[1];
+}
+
+static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c, int64_t n) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    r->k->row_apply(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
+                    r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz,
+                    r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
+                    r->mean_g[c], r->mean_gx[c], r->scale[c]);
+}
+
+static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
+    float *part = r->partials + c * r->p->nchunks * 2;
+    nbwd__tree_sum(part, r->p->nchunks, 2, 2);
+    nbwd__bn_finish(r, c, part[0], part[1]);
+}
+
+/* NCX, a whole channel on one thread: its data is still in cache for dx. */
+static void nbwd__bn_ncx_channel(const nbwd__bn_run *r, int64_t c) {
+    int64_t k, n;
+    for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c, k);
+    nbwd__bn_ncx_reduce_finish(r, c);
+    if (r->want_dx)
+        for (n = 0; n < r->p->N; ++n) nbwd__bn_ncx_apply(r, c, n);
+}
+
+/* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx. */
+static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    float *dg = r->partials + b * 2 * C, *db = dg + C;
+    nbwd__cursor cur;
+    if (end > p->rows) end = p->rows;
+    if (!apply) {
+        memset(dg, 0, (size_t)C * 2 * 4);
+    }
+    nbwd__cursor_seek(&r->outer, &cur, row);
+    for (; row < end; ++row, nbwd__cursor_next(&r->outer, &cur)) {
+        const char *x = r->x + cur.off[0] * esz, *dy = r->dy + cur.off[1] * esz;
+        if (apply)
+            r->k->col_apply(x, dy, r->dx + cur.off[2] * esz, p->dt, C, r->xm, r->xs, r->mean_g, r->mean_gx,
+                            r->scale);
+        else
+            r->k->col_reduce(x, dy, p->dt, C, r->xm, r->xs, dg, db);
+    }
+}
+
+NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    nbwd__bn_plan p;
+    nbwd__bn_run r;
+    nbwd_status s;
+    void *owned;
+    char *ws;
+    int64_t c, i, C;
+    int threads;
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if (!args) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__bn_check_args(desc, &p, args)) != NBWD_OK) return s;
+    memset(&r, 0, sizeof r);
+    if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
+    if ((s = nbwd__get_workspace(p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
+    /* Everything is validated: from here on outputs are written. */
+    C = p.C;
+    r.p = &p;
+    r.want_dx = args->diff_src != NULL;
+    r.dgamma = args->diff_gamma;
+    r.dbeta = args->diff_beta;
+    r.gamma = r.dgamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
+    if (p.M == 0 && r.dgamma && !p.accumulate) { /* empty batch: empty sums */
+        for (c = 0; c < C; ++c) {
+            nbwd__store(r.dgamma, c, p.pdt, 0.0f);
+            nbwd__store(r.dbeta, c, p.pdt, 0.0f);
+        }
+    }
+    if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
+        const void *spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
+                             : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
+                                                                : args->std;
+        r.x = (const char *)(p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src);
+        r.dy = (const char *)args->diff_dst;
+        r.dx = (char *)args->diff_src;
+        r.xm = (float *)(ws + p.ws_coef);
+        r.xs = r.xm + C;
+        r.mean_g = r.xs + C;
+        r.mean_gx = r.mean_g + C;
+        r.scale = r.mean_gx + C;
+        r.partials = (float *)(ws + p.ws_partials);
+        for (c = 0; c < C; ++c)
+            nbwd__stats(p.form, p.sdt, p.eps, args->mean, c, spread, c, &r.xm[c], &r.xs[c], &r.scale[c]);
+        if (p.nxc) {
+            int64_t width = 2 * C, nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK, b;
+            nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, 3, p.st);
+            threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
+            NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
+            threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
+            NBWD__PARALLEL_FOR(threads, b, nchunks,
+                               nbwd__tree_sum(r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
+                                              (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
+                                                                                    : width - b * NBWD__REDUCE_CHUNK));
+            for (c = 0; c < C; ++c) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
+            if (r.want_dx) {
+                threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
+                NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));
+            }
+        } else {
+            threads = nbwd__pick_threads(desc->num_threads, p.M * C, C * (p.nchunks > p.N ? p.nchunks : p.N));
+            if (threads <= 1 || C >= threads) {
+                NBWD__PARALLEL_FOR(threads, c, C, nbwd__bn_ncx_channel(&r, c));
+            } else { /* fewer channels than threads: split the batch too (same sums) */
+                NBWD__PARALLEL_FOR(threads, i, C * p.nchunks, nbwd__bn_ncx_chunk(&r, i / p.nchunks, i % p.nchunks));
+                for (c = 0; c < C; ++c) nbwd__bn_ncx_reduce_finish(&r, c);
+                if (r.want_dx) NBWD__PARALLEL_FOR(threads, i, C * p.N, nbwd__bn_ncx_apply(&r, i / p.N, i % p.N));
+            }
+        }
+    }
+    if (owned) NORM_BWD_FREE(owned);
+    return NBWD_OK;
+}
+
+#endif /* NORM_BWD_IMPLEMENTATION */
+
+#else /* NBWD__KERNEL_PASS */
+/* ==========================================================================
+   KERNEL TEMPLATE - the one copy of the row kernels. norm_bwd.h (scalar) and
+   norm_bwd_simd.h (each SIMD path) define a vector layer and re-include this
+   file with NBWD__KERNEL_PASS:
+     NBWD__KSUFFIX NBWD__KISA NBWD__KTARGET   name suffix, nbwd_isa, attribute
+     NBWD__VF NBWD__VW                        vector type, lanes
+     NBWD__VZERO VSET1 VADD VSUB VMUL VFMA(a,b,c)=a*b+c VHSUM
+     NBWD__VLOAD_F32/F16/BF16(p) NBWD__VSTORE_F32/F16/BF16(p, v)  (unaligned)
+   The pass #undefs them all at the end. Tails (n % VW) go through a small
+   stack buffer, so nothing is read or written past the end of a row.
+   ========================================================================== */
+#define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
+#define NBWD__KFN NBWD__FORCEINLINE NBWD__KTARGET
+
+NBWD__KFN NBWD__VF NBWD__KN(nbwd__ld)(const void *p, int64_t i, int dt) {
+    if (dt == NBWD_F32) return NBWD__VLOAD_F32((const float *)p + i);
+    if (dt == NBWD_F16) return NBWD__VLOAD_F16((const uint16_t *)p + i);
+    return NBWD__VLOAD_BF16((const uint16_t *)p + i);
+}
+NBWD__KFN void NBWD__KN(nbwd__st)(void *p, int64_t i, int dt, NBWD__VF v) {
+    if (dt == NBWD_F32) NBWD__VSTORE_F32((float *)p + i, v);
+    else if (dt == NBWD_F16) NBWD__VSTORE_F16((uint16_t *)p + i, v);
+    else NBWD__VSTORE_BF16((uint16_t *)p + i, v);
+}
+
+/* One vector of row_reduce at element i. */
+NBWD__KFN void NBWD__KN(nbwd__reduce_step)(const void *x, const void *dy, int64_t i, int dt, NBWD__VF vxm,
+                                           NBWD__VF vxs, const float *gamma, float *col_dg, float *col_db,
+                                           int want_sums, NBWD__VF *sg, NBWD__VF *sgx) {
+    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), vxm), vxs);
+    if (want_sums) {
+        NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__VLOAD_F32(gamma + i)) : vdy;
+        *sg = NBWD__VADD(*sg, g);
+        *sgx = NBWD__VFMA(g, xh, *sgx);
+    }
+    if (col_dg) NBWD__VSTORE_F32(col_dg + i, NBWD__VFMA(vdy, xh, NBWD__VLOAD_F32(col_dg + i)));
+    if (col_db) NBWD__VSTORE_F32(col_db + i, NBWD__VADD(vdy, NBWD__VLOAD_F32(col_db + i)));
+}
+
+NBWD__KFN void NBWD__KN(nbwd__row_reduce_body)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
+                                               const float *gamma, float *col_dg, float *col_db, float *sums) {
+    NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
+    int64_t i = 0, rem;
+    int want = sums != NULL;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__KN(nbwd__reduce_step)(x, dy, i, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
+    rem = n - i;
+    if (rem > 0) { /* zero-padded copies: padding lanes add dy = 0 terms */
+        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
+        float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], cg[NBWD__VW], cb[NBWD__VW];
+        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
+        memset(cg, 0, sizeof cg); memset(cb, 0, sizeof cb);
+        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
+        if (gamma) memcpy(gb, gamma + i, fb);
+        if (col_dg) memcpy(cg, col_dg + i, fb);
+        if (col_db) memcpy(cb, col_db + i, fb);
+        NBWD__KN(nbwd__reduce_step)(xb, yb, 0, dt, vxm, vxs, gamma ? gb : NULL, col_dg ? cg : NULL,
+                                    col_db ? cb : NULL, want, &sg, &sgx);
+        if (col_dg) memcpy(col_dg + i, cg, fb);
+        if (col_db) memcpy(col_db + i, cb, fb);
+    }
+    if (sums) {
+        sums[0] = NBWD__VHSUM(sg);
+        sums[1] = NBWD__VHSUM(sgx);
+    }
+}
+
+NBWD__KFN void NBWD__KN(nbwd__apply_step)(const void *x, const void *dy, void *dx, int64_t i, int dt, NBWD__VF vxm,
+                                          NBWD__VF vxs, const float *gamma, NBWD__VF vmg, NBWD__VF vmgx,
+                                          NBWD__VF vscale) {
+    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), vxm), vxs);
+    NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__VLOAD_F32(gamma + i)) : vdy;
+    NBWD__KN(nbwd__st)(dx, i, dt, NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale));
+}
+
+NBWD__KFN void NBWD__KN(nbwd__row_apply_body)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm,
+                                              float xs, const float *gamma, float mean_g, float mean_gx,
+                                              float scale) {
+    NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), vmg = NBWD__VSET1(mean_g);
+    NBWD__VF vmgx = NBWD__VSET1(mean_gx), vscale = NBWD__VSET1(scale);
+    int64_t i = 0, rem;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
+    rem = n - i;
+    if (rem > 0) {
+        size_t esz = nbwd__esize(dt);
+        float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], ob[NBWD__VW];
+        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
+        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
+        if (gamma) memcpy(gb, gamma + i, (size_t)rem * 4);
+        NBWD__KN(nbwd__apply_step)(xb, yb, ob, 0, dt, vxm, vxs, gamma ? gb : NULL, vmg, vmgx, vscale);
+        memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)rem * esz);
+    }
+}
+
+NBWD__KFN void NBWD__KN(nbwd__col_reduce_step)(const void *x, const void *dy, int64_t i, int dt, const float *xm,
+                                               const float *xs, float *col_dg, float *col_db) {
+    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), NBWD__VLOAD_F32(xm + i)),
+                             NBWD__VLOAD_F32(xs + i));
+    NBWD__VSTORE_F32(col_dg + i, NBWD__VFMA(vdy, xh, NBWD__VLOAD_F32(col_dg + i)));
+    NBWD__VSTORE_F32(col_db + i, NBWD__VADD(vdy, NBWD__VLOAD_F32(col_db + i)));
+}
+
+NBWD__KFN void NBWD__KN(nbwd__col_reduce_body)(const void *x, const void *dy, int dt, int64_t n, const float *xm,
+                                               const float *xs, float *col_dg, float *col_db) {
+    int64_t i = 0, rem;
+    for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__KN(nbwd__col_reduce_step)(x, dy, i, dt, xm, xs, col_dg, col_db);
+    rem = n - i;
+    if (rem > 0) {
+        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
+        float xb[NBWD__VW], yb[NBWD__VW], mb[NBWD__VW], sb[NBWD__VW], cg[NBWD__VW], cb[NBWD__VW];
+        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(mb, 0, sizeof mb); memset(sb, 0, sizeof sb);
+        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(mb, xm + i, fb); memcpy(sb, xs + i, fb);
+        memset(cg, 0, sizeof cg); memset(cb, 0, sizeof cb);
+        memcpy(cg, col_dg + i, fb); memcpy(cb, col_db + i, fb);
+        NBWD__KN(nbwd__col_reduce_step)(xb, yb, 0, dt, mb, sb, cg, cb);
+        memcpy(col_dg + i, cg, fb);
+        memcpy(col_db + i, cb, fb);
+    }
+}
+
+NBWD__KFN void NBWD__KN(nbwd__col_apply_step)(const void *x, const void *dy, void *dx, int64_t i, int dt,
+                                              const float *xm, const float *xs, const float *mg, const float *mgx,
+                                              const float *scale) {
+    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), NBWD__VLOAD_F32(xm + i)),
+                             NBWD__VLOAD_F32(xs + i));
+    NBWD__VF t = NBWD__VFMA(xh, NBWD__VLOAD_F32(mgx + i), NBWD__VLOAD_F32(mg + i));
+    NBWD__KN(nbwd__st)(dx, i, dt, NBWD__VMUL(NBWD__VSUB(vdy, t), NBWD__VLOAD_F32(scale + i)));
+}
+
+NBWD__KFN void NBWD__KN(nbwd__col_apply_body)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                              const float *xm, const float *xs, const float *mg, const float *mgx,
+                                              const float *scale) {
+    int64_t i = 0, rem;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__KN(nbwd__col_apply_step)(x, dy, dx, i, dt, xm, xs, mg, mgx, scale);
+    rem = n - i;
+    if (rem > 0) {
+        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
+        float xb[NBWD__VW], yb[NBWD__VW], ob[NBWD__VW], c[5][NBWD__VW];
+        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(c, 0, sizeof c);
+        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
+        memcpy(c[0], xm + i, fb); memcpy(c[1], xs + i, fb); memcpy(c[2], mg + i, fb);
+        memcpy(c[3], mgx + i, fb); memcpy(c[4], scale + i, fb);
+        NBWD__KN(nbwd__col_apply_step)(xb, yb, ob, 0, dt, c[0], c[1], c[2], c[3], c[4]);
+        memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)rem * esz);
+    }
+}
+
+/* The entry points: one switch on the data type, so each body is compiled
+   with a constant dt (three specialized loops per kernel). */
+#define NBWD__DT_SWITCH(call_f32, call_f16, call_bf16)                        \
+    do {                                                                      \
+        if (dt == NBWD_F32) call_f32; else if (dt == NBWD_F16) call_f16; else call_bf16; \
+    } while (0)
+
+static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, float xm,
+                                                     float xs, const float *gamma, float *col_dg, float *col_db,
+                                                     float *sums) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_F32, n, xm, xs, gamma, col_dg, col_db, sums),
+                    NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_F16, n, xm, xs, gamma, col_dg, col_db, sums),
+                    NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_BF16, n, xm, xs, gamma, col_dg, col_db, sums));
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                                    float xm, float xs, const float *gamma, float mean_g,
+                                                    float mean_gx, float scale) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, gamma, mean_g, mean_gx, scale),
+                    NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, gamma, mean_g, mean_gx, scale),
+                    NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, gamma, mean_g, mean_gx, scale));
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__col_reduce)(const void *x, const void *dy, int dt, int64_t n,
+                                                     const float *xm, const float *xs, float *col_dg,
+                                                     float *col_db) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_F32, n, xm, xs, col_dg, col_db),
+                    NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_F16, n, xm, xs, col_dg, col_db),
+                    NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_BF16, n, xm, xs, col_dg, col_db));
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__col_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                                    const float *xm, const float *xs, const float *mg,
+                                                    const float *mgx, const float *scale) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, mg, mgx, scale),
+                    NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, mg, mgx, scale),
+                    NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, mg, mgx, scale));
+}
+
+static const nbwd__kernels NBWD__KN(nbwd__kernels) = {NBWD__KISA, NBWD__KN(nbwd__row_reduce),
+                                                      NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__col_reduce),
+                                                      NBWD__KN(nbwd__col_apply)};
+
+#undef NBWD__DT_SWITCH
+#undef NBWD__KN
+#undef NBWD__KFN
+#undef NBWD__KSUFFIX
+#undef NBWD__KISA
+#undef NBWD__KTARGET
+#undef NBWD__VF
+#undef NBWD__VW
+#undef NBWD__VZERO
+#undef NBWD__VSET1
+#undef NBWD__VADD
+#undef NBWD__VSUB
+#undef NBWD__VMUL
+#undef NBWD__VFMA
+#undef NBWD__VHSUM
+#undef NBWD__VLOAD_F32
+#undef NBWD__VSTORE_F32
+#undef NBWD__VLOAD_F16
+#undef NBWD__VSTORE_F16
+#undef NBWD__VLOAD_BF16
+#undef NBWD__VSTORE_BF16
+#endif /* NBWD__KERNEL_PASS */
+
+/*
+------------------------------------------------------------------------------
+This software is available under 2 licenses -- choose whichever you prefer.
+------------------------------------------------------------------------------
+ALTERNATIVE A - MIT License
+Copyright (c) 2026 the norm_bwd authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+ALTERNATIVE B - Public Domain (www.unlicense.org)
+This is free and unencumbered software released into the public domain.
+Anyone is free to copy, modify, publish, use, compile, sell, or distribute this
+software, either in source code form or as a compiled binary, for any purpose,
+commercial or non-commercial, and by any means.
+In jurisdictions that recognize copyright laws, the author or authors of this
+software dedicate any and all copyright interest in the software to the public
+domain. We make this dedication in recognition of our intent to encourage
+continued use of the software and to benefit the public at large and to the
+detriment of our heirs and successors. We intend this dedication to be an
+overt act of relinquishment in perpetuity of all present and future rights to
+this software under copyright law.
+------------------------------------------------------------------------------
+*/
