@@ -198,7 +198,8 @@ extern "C" {
     X(NBWD_ERR_BAD_ALIAS, "an output overlaps another tensor (only diff_src == diff_dst/src/xhat exactly is allowed)") \
     X(NBWD_ERR_INSUFFICIENT_WORKSPACE, "workspace smaller than the size query returned")      \
     X(NBWD_ERR_OUT_OF_MEMORY, "workspace allocation failed")                                  \
-    X(NBWD_ERR_UNSUPPORTED, "not supported by this build or CPU (ISA path, or GPU support)")
+    X(NBWD_ERR_UNSUPPORTED, "not supported by this build or machine (ISA path, or no GPU/driver)") \
+    X(NBWD_ERR_DEVICE, "a GPU runtime call failed (nbwd_gpu_last_error() has the CUDA message)")
 
 typedef enum nbwd_status {
 #define NBWD__STATUS_ENUM(name, msg) name,
