@@ -634,6 +634,9 @@ static int nbwd__cpu_paths(void) {
     /* NEON and the SSE baseline (translated to NEON by SIMDe) are baseline. */
     paths |= (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_SSE);
 #endif
+#if defined(NBWD__EMULATED_PATHS)
+    paths |= NBWD__EMULATED_PATHS; /* SIMDe-emulated: runs on any CPU */
+#endif
     return paths;
 }
 
@@ -653,8 +656,12 @@ static int nbwd__dispatch(void) {
         const char *env = getenv("NORM_BWD_ISA");
         for (i = 1; i < NBWD_ISA_COUNT; ++i)
             if ((cpu & (1 << i)) && nbwd__compiled((nbwd_isa)i)) runnable |= 1 << i;
+#if !defined(NBWD__EMULATED_PATHS)
+#define NBWD__EMULATED_PATHS 0
+#endif
         for (i = 0; i < (int)(sizeof preference / sizeof preference[0]); ++i)
-            if (runnable & (1 << preference[i])) best = preference[i];
+            if ((runnable & (1 << preference[i])) && !(NBWD__EMULATED_PATHS & (1 << preference[i])))
+                best = preference[i];
         state = runnable | (1 << 16);
         if (env && *env && strcmp(env, "auto") != 0) {
             int want = nbwd__isa_from_name(env);

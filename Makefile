@@ -1,0 +1,91 @@
+# norm_bwd - header-only normalization backward kernels.
+#   make test          every test: all CPU paths (native and emulated), the
+#                      AArch64 build under qemu, the compile matrix, check-isa
+#   make bench         the benchmark (bench.mk), side by side with oneDNN
+#   make install PREFIX=/usr/local   headers + pkg-config file
+#   make clean
+# Missing Debian packages are installed with apt-get when run as root;
+# otherwise the build stops with one line naming the package.
+
+CC      ?= cc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+OPT     ?= -O2
+WARN     = -Wall -Wextra -pedantic -Werror
+HEADERS  = norm_bwd.h norm_bwd_simd.h
+TEST_SRC = tests/impl.c tests/main.c tests/reference.c $(sort $(wildcard tests/test_*.c))
+TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) $(HEADERS)
+NEED     = tools/need.sh
+AARCH64_CC = aarch64-linux-gnu-gcc
+
+.PHONY: all test test-quick deps test-native test-emulated test-neon compile-check check-isa install clean
+
+all: $(BUILD)/nbwd_tests
+
+deps:
+	@$(NEED) libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
+
+# The test binary, native paths (scalar, sse, avx2 here; avx512 where the CPU has it).
+$(BUILD)/nbwd_tests: $(TEST_DEP) | deps
+	@mkdir -p $(BUILD)
+	$(CC) -std=c99 $(OPT) $(WARN) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+
+# The same tests with the avx2, avx512 and neon layers emulated by SIMDe.
+$(BUILD)/nbwd_tests_emu: $(TEST_DEP) | deps
+	@mkdir -p $(BUILD)
+	$(CC) -std=c99 $(OPT) $(WARN) -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE -Itests -I. $(TEST_SRC) -o $@ -lm
+
+# AArch64 builds (native NEON), run under qemu-aarch64.
+$(BUILD)/nbwd_tests_a64: $(TEST_DEP)
+	@mkdir -p $(BUILD)
+	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) -Itests -I. $(TEST_SRC) -o $@ -lm
+$(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
+	@mkdir -p $(BUILD)
+	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+
+test: deps
+	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)' && \
+	 $(NEED) qemu-user 'command -v qemu-aarch64' && \
+	 $(NEED) libgomp1-arm64-cross 'test -e /usr/aarch64-linux-gnu/lib/libgomp.so.1' || \
+	 echo "norm_bwd: the AArch64 (qemu) runs will be skipped"
+	@$(MAKE) --no-print-directory $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu
+	@if command -v $(AARCH64_CC) >/dev/null && command -v qemu-aarch64 >/dev/null; then \
+	   $(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp; fi
+	@BUILD=$(BUILD) CC=$(CC) tools/run_tests.sh all
+
+test-quick: $(BUILD)/nbwd_tests
+	@BUILD=$(BUILD) tools/run_tests.sh quick
+
+test-native: $(BUILD)/nbwd_tests
+	@BUILD=$(BUILD) tools/run_tests.sh native
+
+test-emulated: $(BUILD)/nbwd_tests_emu
+	@BUILD=$(BUILD) tools/run_tests.sh emulated
+
+test-neon: deps
+	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)'
+	@$(NEED) qemu-user 'command -v qemu-aarch64'
+	@$(NEED) libgomp1-arm64-cross 'test -e /usr/aarch64-linux-gnu/lib/libgomp.so.1'
+	@$(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp
+	@BUILD=$(BUILD) tools/run_tests.sh neon
+
+# The header as C99 and C++11, gcc and clang, -O0/-O2, with/without OpenMP,
+# two translation units, the README example.
+compile-check: deps
+	@BUILD=$(BUILD) tools/compile_check.sh
+
+# objdump proof that a plain -O2 build carries real AVX2 and AVX-512 code.
+check-isa: deps
+	@BUILD=$(BUILD) CC=$(CC) tools/check_isa.sh
+
+install:
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 norm_bwd.h norm_bwd_simd.h $(DESTDIR)$(PREFIX)/include/
+	test ! -f norm_bwd_gpu.h || install -m 644 norm_bwd_gpu.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' tools/norm_bwd.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/norm_bwd.pc
+
+clean:
+	rm -rf $(BUILD)
+
+-include bench.mk
+-include gpu.mk

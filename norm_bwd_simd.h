@@ -1,0 +1,369 @@
+/* norm_bwd_simd.h - the SIMD paths of norm_bwd.h (same licenses, see there).
+
+   Do not include this file yourself: norm_bwd.h includes it in the file that
+   defines NORM_BWD_IMPLEMENTATION (unless NORM_BWD_NO_SIMD). Keep it next to
+   norm_bwd.h.
+
+   Each path is a small vector layer (load, store, add, mul, fma, horizontal
+   sum, f16/bf16 widen and narrow) under which norm_bwd.h's kernel template is
+   instantiated by re-including norm_bwd.h; the row kernels exist once.
+
+     path    spelled with                compiled when
+     sse     SIMDe simde_mm_* (SSE2)     SIMDe is installed; native SSE2 on
+                                         x86-64, translated to NEON on AArch64
+     avx2    <immintrin.h> + target      x86 gcc/clang/MSVC (AVX2, FMA, F16C)
+             attribute "avx2,fma,f16c"
+     avx512  <immintrin.h> + target      x86 gcc/clang/MSVC (AVX-512 F/BW/VL)
+             "avx512f,avx512bw,avx512vl"
+     neon    <arm_neon.h>                AArch64 (FCVTL/FCVTN for f16, bf16
+                                         by shifts)
+   The target attributes let a plain `cc -O2` build carry AVX2 and AVX-512
+   code; the dispatcher in norm_bwd.h runs it only where cpuid + xgetbv say
+   the CPU and OS support it. MSVC needs no attributes (it accepts every
+   intrinsic anywhere).
+
+   NORM_BWD_SIMD_EMULATE (tests only): the avx2, avx512 and neon layers are
+   spelled with SIMDe's simde_* names instead, without target attributes, so
+   they run (slowly, emulated) on any x86 CPU; the emulated paths can be
+   selected explicitly but are never chosen automatically.
+*/
+#if !defined(NBWD__IMPLEMENTED) || defined(NBWD__SIMD_INCLUDED)
+#error "norm_bwd_simd.h is included by norm_bwd.h under NORM_BWD_IMPLEMENTATION; do not include it directly"
+#endif
+#define NBWD__SIMD_INCLUDED
+
+/* Warnings this file's own code would raise in some builds, silenced here
+   only (pop at the end): clang's -Wpass-failed from SIMDe's vectorize hints
+   (-Os, emulation), and the emulation build's vector-ABI notes. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunknown-warning-option"
+#pragma clang diagnostic ignored "-Wpass-failed"
+#if defined(NORM_BWD_SIMD_EMULATE)
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+#elif defined(__GNUC__) && defined(NORM_BWD_SIMD_EMULATE)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define NBWD__SIMD_X86 1
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define NBWD__SIMD_ARM64 1
+#endif
+
+#if defined(__has_include)
+#if __has_include(<simde/x86/sse2.h>)
+#define NBWD__SIMD_HAVE_SIMDE 1
+#endif
+#elif !defined(NBWD__MSVC)
+#define NBWD__SIMD_HAVE_SIMDE 1 /* no way to ask: assume it is installed */
+#endif
+
+#if defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_HAVE_SIMDE)
+#error "NORM_BWD_SIMD_EMULATE needs SIMDe (Debian: libsimde-dev)"
+#endif
+
+/* Headers. SIMDe and the AVX-512 headers warn under some user flags
+   (-Wconversion, g++ -Wmaybe-uninitialized): keep those off for them. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wconversion"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wfloat-conversion"
+#endif
+#endif
+#if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE)
+#include <simde/x86/sse2.h>
+#include <simde/x86/f16c.h>
+#endif
+#if defined(NORM_BWD_SIMD_EMULATE)
+#include <simde/x86/avx512.h>
+#include <simde/arm/neon.h>
+#elif defined(NBWD__SIMD_X86)
+#include <immintrin.h>
+#elif defined(NBWD__SIMD_ARM64) && !defined(NORM_BWD_NO_NEON)
+#include <arm_neon.h>
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* ------------------------------------------------------------------ sse */
+#if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE) && (defined(NBWD__SIMD_X86) || defined(NBWD__SIMD_ARM64))
+#define NBWD__HAVE_SSE 1
+
+static inline float nbwd__sse_hsum(simde__m128 v) {
+    simde__m128 s = simde_mm_add_ps(v, simde_mm_movehl_ps(v, v)); /* (0+2), (1+3) */
+    s = simde_mm_add_ss(s, simde_mm_shuffle_ps(s, s, 0x55));
+    return simde_mm_cvtss_f32(s);
+}
+static inline simde__m128 nbwd__sse_load_bf16(const uint16_t *p) {
+    simde__m128i h = simde_mm_loadl_epi64((const simde__m128i *)(const void *)p);
+    return simde_mm_castsi128_ps(simde_mm_unpacklo_epi16(simde_mm_setzero_si128(), h)); /* h << 16 */
+}
+static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
+    simde__m128i u = simde_mm_castps_si128(v);
+    simde__m128i lsb = simde_mm_and_si128(simde_mm_srli_epi32(u, 16), simde_mm_set1_epi32(1));
+    simde__m128i r = simde_mm_srai_epi32(simde_mm_add_epi32(u, simde_mm_add_epi32(lsb, simde_mm_set1_epi32(0x7fff))), 16);
+    simde__m128i q = simde_mm_srai_epi32(simde_mm_or_si128(u, simde_mm_set1_epi32(0x400000)), 16);
+    simde__m128i nan = simde_mm_castps_si128(simde_mm_cmpunord_ps(v, v));
+    r = simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
+    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r)); /* exact: r fits int16 */
+}
+
+#define NBWD__KSUFFIX _sse
+#define NBWD__KISA NBWD_ISA_SSE
+#define NBWD__KTARGET
+#define NBWD__VF simde__m128
+#define NBWD__VW 4
+#define NBWD__VZERO() simde_mm_setzero_ps()
+#define NBWD__VSET1(s) simde_mm_set1_ps(s)
+#define NBWD__VADD(a, b) simde_mm_add_ps(a, b)
+#define NBWD__VSUB(a, b) simde_mm_sub_ps(a, b)
+#define NBWD__VMUL(a, b) simde_mm_mul_ps(a, b)
+#define NBWD__VFMA(a, b, c) simde_mm_add_ps(simde_mm_mul_ps(a, b), c) /* no FMA in the SSE baseline */
+#define NBWD__VHSUM(v) nbwd__sse_hsum(v)
+#define NBWD__VLOAD_F32(p) simde_mm_loadu_ps(p)
+#define NBWD__VSTORE_F32(p, v) simde_mm_storeu_ps(p, v)
+#define NBWD__VLOAD_F16(p) simde_mm_cvtph_ps(simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p)))
+#define NBWD__VSTORE_F16(p, v) \
+    simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
+#define NBWD__VLOAD_BF16(p) nbwd__sse_load_bf16(p)
+#define NBWD__VSTORE_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif
+
+/* ---------------------------------------------------- x86 spelling: native or SIMDe */
+#if defined(NBWD__SIMD_X86) || defined(NORM_BWD_SIMD_EMULATE)
+#if defined(NORM_BWD_SIMD_EMULATE)
+#define NBWD__MM(name) simde_mm_##name
+#define NBWD__MM256(name) simde_mm256_##name
+#define NBWD__MM512(name) simde_mm512_##name
+#define NBWD__M128 simde__m128
+#define NBWD__M128I simde__m128i
+#define NBWD__M256 simde__m256
+#define NBWD__M256I simde__m256i
+#define NBWD__M512 simde__m512
+#define NBWD__M512I simde__m512i
+#define NBWD__ROUND_NEAREST SIMDE_MM_FROUND_TO_NEAREST_INT
+#define NBWD__CMP_UNORD SIMDE_CMP_UNORD_Q
+#define NBWD__TARGET_AVX2
+#define NBWD__TARGET_AVX512
+#else
+#define NBWD__MM(name) _mm_##name
+#define NBWD__MM256(name) _mm256_##name
+#define NBWD__MM512(name) _mm512_##name
+#define NBWD__M128 __m128
+#define NBWD__M128I __m128i
+#define NBWD__M256 __m256
+#define NBWD__M256I __m256i
+#define NBWD__M512 __m512
+#define NBWD__M512I __m512i
+#define NBWD__ROUND_NEAREST _MM_FROUND_TO_NEAREST_INT
+#define NBWD__CMP_UNORD _CMP_UNORD_Q
+#if defined(NBWD__MSVC)
+#define NBWD__TARGET_AVX2
+#define NBWD__TARGET_AVX512
+#else
+#define NBWD__TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define NBWD__TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#endif
+#endif
+
+/* ----------------------------------------------------------------- avx2 */
+#if !defined(NORM_BWD_NO_AVX2)
+#define NBWD__HAVE_AVX2 1
+
+static inline NBWD__TARGET_AVX2 float nbwd__avx2_hsum(NBWD__M256 v) {
+    NBWD__M128 s = NBWD__MM(add_ps)(NBWD__MM256(castps256_ps128)(v), NBWD__MM256(extractf128_ps)(v, 1));
+    s = NBWD__MM(add_ps)(s, NBWD__MM(movehl_ps)(s, s));
+    s = NBWD__MM(add_ss)(s, NBWD__MM(shuffle_ps)(s, s, 0x55));
+    return NBWD__MM(cvtss_f32)(s);
+}
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_f16(const uint16_t *p) {
+    return NBWD__MM256(cvtph_ps)(NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p));
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_f16(uint16_t *p, NBWD__M256 v) {
+    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST));
+}
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *p) {
+    NBWD__M128I h = NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p);
+    return NBWD__MM256(castsi256_ps)(NBWD__MM256(slli_epi32)(NBWD__MM256(cvtepu16_epi32)(h), 16));
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
+    NBWD__M256I u = NBWD__MM256(castps_si256)(v);
+    NBWD__M256I lsb = NBWD__MM256(and_si256)(NBWD__MM256(srli_epi32)(u, 16), NBWD__MM256(set1_epi32)(1));
+    NBWD__M256I r = NBWD__MM256(srai_epi32)(
+        NBWD__MM256(add_epi32)(u, NBWD__MM256(add_epi32)(lsb, NBWD__MM256(set1_epi32)(0x7fff))), 16);
+    NBWD__M256I q = NBWD__MM256(srai_epi32)(NBWD__MM256(or_si256)(u, NBWD__MM256(set1_epi32)(0x400000)), 16);
+    NBWD__M256I nan = NBWD__MM256(castps_si256)(NBWD__MM256(cmp_ps)(v, v, NBWD__CMP_UNORD));
+    r = NBWD__MM256(blendv_epi8)(r, q, nan);
+    r = NBWD__MM256(packs_epi32)(r, r);         /* per 128-bit lane: r0..3 r0..3 | r4..7 r4..7 */
+    r = NBWD__MM256(permute4x64_epi64)(r, 0x08); /* qwords 0 and 2 to the low half */
+    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, NBWD__MM256(castsi256_si128)(r));
+}
+
+#define NBWD__KSUFFIX _avx2
+#define NBWD__KISA NBWD_ISA_AVX2
+#define NBWD__KTARGET NBWD__TARGET_AVX2
+#define NBWD__VF NBWD__M256
+#define NBWD__VW 8
+#define NBWD__VZERO() NBWD__MM256(setzero_ps)()
+#define NBWD__VSET1(s) NBWD__MM256(set1_ps)(s)
+#define NBWD__VADD(a, b) NBWD__MM256(add_ps)(a, b)
+#define NBWD__VSUB(a, b) NBWD__MM256(sub_ps)(a, b)
+#define NBWD__VMUL(a, b) NBWD__MM256(mul_ps)(a, b)
+#define NBWD__VFMA(a, b, c) NBWD__MM256(fmadd_ps)(a, b, c)
+#define NBWD__VHSUM(v) nbwd__avx2_hsum(v)
+#define NBWD__VLOAD_F32(p) NBWD__MM256(loadu_ps)(p)
+#define NBWD__VSTORE_F32(p, v) NBWD__MM256(storeu_ps)(p, v)
+#define NBWD__VLOAD_F16(p) nbwd__avx2_load_f16(p)
+#define NBWD__VSTORE_F16(p, v) nbwd__avx2_store_f16(p, v)
+#define NBWD__VLOAD_BF16(p) nbwd__avx2_load_bf16(p)
+#define NBWD__VSTORE_BF16(p, v) nbwd__avx2_store_bf16(p, v)
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif
+
+/* --------------------------------------------------------------- avx512 */
+/* 16-bit conversions go through two 256-bit halves: the same instructions
+   as the AVX2 path, and what SIMDe 0.7.4 can emulate. */
+#if !defined(NORM_BWD_NO_AVX512) && !defined(NORM_BWD_NO_AVX2)
+#define NBWD__HAVE_AVX512 1
+
+static inline NBWD__TARGET_AVX512 NBWD__M256 nbwd__avx512_hi(NBWD__M512 v) {
+    return NBWD__MM256(castpd_ps)(NBWD__MM512(extractf64x4_pd)(NBWD__MM512(castps_pd)(v), 1));
+}
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_join(NBWD__M256 lo, NBWD__M256 hi) {
+    return NBWD__MM512(castpd_ps)(NBWD__MM512(insertf64x4)(NBWD__MM512(castps_pd)(NBWD__MM512(castps256_ps512)(lo)),
+                                                           NBWD__MM256(castps_pd)(hi), 1));
+}
+static inline NBWD__TARGET_AVX512 float nbwd__avx512_hsum(NBWD__M512 v) {
+    return nbwd__avx2_hsum(NBWD__MM256(add_ps)(NBWD__MM512(castps512_ps256)(v), nbwd__avx512_hi(v)));
+}
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_f16(const uint16_t *p) {
+    return nbwd__avx512_join(nbwd__avx2_load_f16(p), nbwd__avx2_load_f16(p + 8));
+}
+static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_f16(uint16_t *p, NBWD__M512 v) {
+    nbwd__avx2_store_f16(p, NBWD__MM512(castps512_ps256)(v));
+    nbwd__avx2_store_f16(p + 8, nbwd__avx512_hi(v));
+}
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16_t *p) {
+    return nbwd__avx512_join(nbwd__avx2_load_bf16(p), nbwd__avx2_load_bf16(p + 8));
+}
+/* Rounding in one zmm with the NaN lanes picked by a k-mask, then the two
+   halves packed together with AVX2 instructions. */
+static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD__M512 v) {
+    NBWD__M512I u = NBWD__MM512(castps_si512)(v);
+    NBWD__M512I lsb = NBWD__MM512(and_si512)(NBWD__MM512(srli_epi32)(u, 16), NBWD__MM512(set1_epi32)(1));
+    NBWD__M512I r = NBWD__MM512(add_epi32)(u, NBWD__MM512(add_epi32)(lsb, NBWD__MM512(set1_epi32)(0x7fff)));
+    NBWD__M512I q = NBWD__MM512(or_si512)(u, NBWD__MM512(set1_epi32)(0x400000));
+    NBWD__M256I lo, hi;
+    r = NBWD__MM512(mask_blend_epi32)(NBWD__MM512(cmp_ps_mask)(v, v, NBWD__CMP_UNORD), r, q);
+    r = NBWD__MM512(srli_epi32)(r, 16); /* 0..0xffff: the unsigned-saturating pack keeps them */
+    lo = NBWD__MM512(castsi512_si256)(r);
+    hi = NBWD__MM512(extracti64x4_epi64)(r, 1);
+    lo = NBWD__MM256(permute4x64_epi64)(NBWD__MM256(packus_epi32)(lo, hi), 0xd8);
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, lo);
+}
+
+#define NBWD__KSUFFIX _avx512
+#define NBWD__KISA NBWD_ISA_AVX512
+#define NBWD__KTARGET NBWD__TARGET_AVX512
+#define NBWD__VF NBWD__M512
+#define NBWD__VW 16
+#define NBWD__VZERO() NBWD__MM512(setzero_ps)()
+#define NBWD__VSET1(s) NBWD__MM512(set1_ps)(s)
+#define NBWD__VADD(a, b) NBWD__MM512(add_ps)(a, b)
+#define NBWD__VSUB(a, b) NBWD__MM512(sub_ps)(a, b)
+#define NBWD__VMUL(a, b) NBWD__MM512(mul_ps)(a, b)
+#define NBWD__VFMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
+#define NBWD__VHSUM(v) nbwd__avx512_hsum(v)
+#define NBWD__VLOAD_F32(p) NBWD__MM512(loadu_ps)(p)
+#define NBWD__VSTORE_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
+#define NBWD__VLOAD_F16(p) nbwd__avx512_load_f16(p)
+#define NBWD__VSTORE_F16(p, v) nbwd__avx512_store_f16(p, v)
+#define NBWD__VLOAD_BF16(p) nbwd__avx512_load_bf16(p)
+#define NBWD__VSTORE_BF16(p, v) nbwd__avx512_store_bf16(p, v)
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif
+#endif /* x86 or emulated */
+
+/* ----------------------------------------------------------------- neon */
+#if !defined(NORM_BWD_NO_NEON) && (defined(NBWD__SIMD_ARM64) || defined(NORM_BWD_SIMD_EMULATE))
+#define NBWD__HAVE_NEON 1
+#if defined(NORM_BWD_SIMD_EMULATE)
+#define NBWD__NEON(name) simde_##name
+#define NBWD__NT(type) simde_##type
+#else
+#define NBWD__NEON(name) name
+#define NBWD__NT(type) type
+#endif
+
+static inline float nbwd__neon_hsum(NBWD__NT(float32x4_t) v) { /* fixed order on every CPU */
+    return (NBWD__NEON(vgetq_lane_f32)(v, 0) + NBWD__NEON(vgetq_lane_f32)(v, 1)) +
+           (NBWD__NEON(vgetq_lane_f32)(v, 2) + NBWD__NEON(vgetq_lane_f32)(v, 3));
+}
+static inline NBWD__NT(float32x4_t) nbwd__neon_load_f16(const uint16_t *p) { /* FCVTL */
+    return NBWD__NEON(vcvt_f32_f16)(NBWD__NEON(vreinterpret_f16_u16)(NBWD__NEON(vld1_u16)(p)));
+}
+static inline void nbwd__neon_store_f16(uint16_t *p, NBWD__NT(float32x4_t) v) { /* FCVTN, nearest even */
+    NBWD__NEON(vst1_u16)(p, NBWD__NEON(vreinterpret_u16_f16)(NBWD__NEON(vcvt_f16_f32)(v)));
+}
+static inline NBWD__NT(float32x4_t) nbwd__neon_load_bf16(const uint16_t *p) {
+    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vshlq_n_u32)(NBWD__NEON(vmovl_u16)(NBWD__NEON(vld1_u16)(p)), 16));
+}
+static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
+    NBWD__NT(uint32x4_t) u = NBWD__NEON(vreinterpretq_u32_f32)(v);
+    NBWD__NT(uint32x4_t) lsb = NBWD__NEON(vandq_u32)(NBWD__NEON(vshrq_n_u32)(u, 16), NBWD__NEON(vdupq_n_u32)(1));
+    NBWD__NT(uint32x4_t) r = NBWD__NEON(vaddq_u32)(u, NBWD__NEON(vaddq_u32)(lsb, NBWD__NEON(vdupq_n_u32)(0x7fff)));
+    NBWD__NT(uint16x4_t) rounded = NBWD__NEON(vshrn_n_u32)(r, 16);
+    NBWD__NT(uint16x4_t) quiet = NBWD__NEON(vshrn_n_u32)(NBWD__NEON(vorrq_u32)(u, NBWD__NEON(vdupq_n_u32)(0x400000)), 16);
+    NBWD__NT(uint16x4_t) is_num = NBWD__NEON(vmovn_u32)(NBWD__NEON(vceqq_f32)(v, v));
+    NBWD__NEON(vst1_u16)(p, NBWD__NEON(vbsl_u16)(is_num, rounded, quiet));
+}
+
+#define NBWD__KSUFFIX _neon
+#define NBWD__KISA NBWD_ISA_NEON
+#define NBWD__KTARGET
+#define NBWD__VF NBWD__NT(float32x4_t)
+#define NBWD__VW 4
+#define NBWD__VZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
+#define NBWD__VSET1(s) NBWD__NEON(vdupq_n_f32)(s)
+#define NBWD__VADD(a, b) NBWD__NEON(vaddq_f32)(a, b)
+#define NBWD__VSUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
+#define NBWD__VMUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
+#define NBWD__VFMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
+#define NBWD__VHSUM(v) nbwd__neon_hsum(v)
+#define NBWD__VLOAD_F32(p) NBWD__NEON(vld1q_f32)(p)
+#define NBWD__VSTORE_F32(p, v) NBWD__NEON(vst1q_f32)(p, v)
+#define NBWD__VLOAD_F16(p) nbwd__neon_load_f16(p)
+#define NBWD__VSTORE_F16(p, v) nbwd__neon_store_f16(p, v)
+#define NBWD__VLOAD_BF16(p) nbwd__neon_load_bf16(p)
+#define NBWD__VSTORE_BF16(p, v) nbwd__neon_store_bf16(p, v)
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif
+
+/* Emulated paths run only when asked for by name (tests). */
+#if defined(NORM_BWD_SIMD_EMULATE)
+#define NBWD__EMULATED_PATHS ((1 << NBWD_ISA_AVX512) | (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_AVX2))
+#endif
+
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__) && defined(NORM_BWD_SIMD_EMULATE)
+#pragma GCC diagnostic pop
+#endif

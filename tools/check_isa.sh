@@ -1,0 +1,34 @@
+#!/bin/sh
+# check_isa.sh - a plain `cc -O2` object (no -m flags) must carry real AVX2
+# and AVX-512 code: the AVX2 kernels use ymm registers and FMA, the AVX-512
+# kernels zmm registers and k masks. Reads the disassembly of each function.
+set -u
+B=${BUILD:-build}/check-isa
+CC=${CC:-cc}
+mkdir -p "$B"
+PASS=0 FAIL=0
+printf '#define NORM_BWD_IMPLEMENTATION\n#include "norm_bwd.h"\nint nbwd_check_isa_anchor(void) { return (int)nbwd_active_isa(); }\n' > "$B/isa.c"
+$CC -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa.o" || { echo "0 passed, 1 failed"; exit 1; }
+objdump -d --no-show-raw-insn "$B/isa.o" > "$B/isa.s"
+
+expect() { # function regex description
+    body=$(awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit } on' "$B/isa.s")
+    if [ -z "$body" ]; then FAIL=$((FAIL + 1)); echo "FAIL: $1 not found in the object"; return; fi
+    n=$(printf '%s\n' "$body" | grep -cE "$2")
+    if [ "$n" -gt 0 ]; then PASS=$((PASS + 1)); echo "ok: $1: $n instructions with $3"
+    else FAIL=$((FAIL + 1)); echo "FAIL: $1 has no $3"; fi
+}
+for f in nbwd__row_reduce_avx2 nbwd__row_apply_avx2 nbwd__col_reduce_avx2 nbwd__col_apply_avx2; do
+    expect $f '%ymm' 'ymm registers'
+    expect $f 'vfmadd|vfnmadd' 'FMA'
+done
+expect nbwd__row_apply_avx2 'vcvtph2ps' 'F16C widening'
+expect nbwd__row_apply_avx2 'vcvtps2ph' 'F16C narrowing'
+for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__col_reduce_avx512 nbwd__col_apply_avx512; do
+    expect $f '%zmm' 'zmm registers'
+    expect $f 'vfmadd|vfnmadd' 'FMA'
+done
+expect nbwd__row_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+expect nbwd__col_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+echo "$PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]

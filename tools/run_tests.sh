@@ -1,0 +1,80 @@
+#!/bin/sh
+# run_tests.sh MODE - run the test binaries once per ISA path and add up the
+# runners' closing "N passed, N failed" lines into one final line.
+#   native    scalar, sse, avx2, avx512 (a path the CPU lacks is skipped)
+#   emulated  avx2, avx512 and neon through SIMDe (build/nbwd_tests_emu)
+#   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max)
+#   quick     native paths with --quick
+#   all       compile-check, check-isa, native, emulated, neon (if built)
+set -u
+B=${BUILD:-build}
+LOG=$B/test-logs
+mkdir -p "$LOG"
+PASS=0 FAIL=0 RUNS=0 BROKEN=0
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+run() { # label command...
+    label=$1; shift
+    log="$LOG/$(echo "$label" | tr ' /=' '___').log"
+    start=$(date +%s)
+    "$@" > "$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    last=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$last" ]; then
+        if [ $rc -eq 0 ] && grep -qi 'skip' "$log"; then
+            echo "--- $label: skipped ($(grep -i -m1 skip "$log"))"
+            return
+        fi
+        echo "--- $label: FAILED to run (exit $rc, no result line; log $log)"
+        tail -n 20 "$log"
+        BROKEN=$((BROKEN + 1)); FAIL=$((FAIL + 1))
+        return
+    fi
+    p=$(echo "$last" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    f=$(echo "$last" | sed -E 's/^([A-Za-z]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/')
+    PASS=$((PASS + p)); FAIL=$((FAIL + f)); RUNS=$((RUNS + 1))
+    if [ "$f" -ne 0 ] || [ $rc -ne 0 ]; then
+        echo "--- $label: $p passed, $f failed, exit $rc (${secs}s; log $log)"
+        grep -E 'FAIL' "$log" | head -n 30
+        [ "$f" -eq 0 ] && FAIL=$((FAIL + 1))
+    else
+        echo "--- $label: $p passed (${secs}s)"
+    fi
+}
+
+native() {
+    for isa in scalar sse avx2 avx512; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
+    run "native auto" "$B/nbwd_tests" --isa auto --quick
+}
+emulated() {
+    for isa in avx2 avx512 neon; do run "emulated $isa" "$B/nbwd_tests_emu" --isa $isa "$@"; done
+}
+neon() {
+    if [ ! -x "$B/nbwd_tests_a64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1; then
+        echo "--- aarch64: skipped (no cross compiler or qemu-aarch64)"; return
+    fi
+    export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+    QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 neon" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon "$@"
+    QEMU_CPU=max run "aarch64 max neon openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa neon "$@"
+    QEMU_CPU=max run "aarch64 max sse-via-simde" qemu-aarch64 "$B/nbwd_tests_a64" --isa sse --quick
+    QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 scalar openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa scalar --quick
+}
+
+case "${1:-all}" in
+    native) native ;;
+    quick) native --quick ;;
+    emulated) emulated ;;
+    neon) neon ;;
+    all)
+        run "compile-check" tools/compile_check.sh
+        run "check-isa" tools/check_isa.sh
+        native
+        emulated
+        neon
+        ;;
+    *) echo "usage: $0 native|quick|emulated|neon|all"; exit 2 ;;
+esac
+echo "$RUNS test runs${BROKEN:+, $BROKEN broken}"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
