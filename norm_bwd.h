@@ -1078,9 +1078,10 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
         if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
 
     nbwd__row_blocking(p->rows, p->n, &p->rows_per_block, &p->nblocks);
-    p->ws_bytes = NBWD__WS_ALIGN;
+    p->ws_bytes = 0;
     if (p->affine && p->pdt != NBWD_F32) p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
     if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
+    p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
 }
 
@@ -1298,7 +1299,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
         if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
     }
-    p->ws_bytes = NBWD__WS_ALIGN;
+    p->ws_bytes = 0;
     p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
     if (p->nxc) {
         p->rows = p->M;
@@ -1310,6 +1311,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         p->nchunks = (p->N + p->n_per_chunk - 1) / p->n_per_chunk;
         p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * (size_t)p->nchunks * 2 * 4);
     }
+    p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
 }
 

@@ -105,9 +105,9 @@ double t_buf_set(t_buf *b, int64_t linear, double v);
 void t_buf_fill_normal(t_buf *b, t_rng *r, double mu, double sigma);
 /* 1 if every byte that is not an element is still canary. */
 int t_buf_canary_ok(const t_buf *b);
-/* Dense row-major strides of dims with `pad` extra elements added to the
-   stride of each dim in [first_padded, rank) except the innermost dense block
-   [dense_from, rank). */
+/* Row-major strides of dims where dims [dense_from, rank) stay a dense block
+   and every outer stride is `pad` elements larger than the extent inside it
+   (dense_from >= rank: the innermost stride is 1 + pad as well). */
 void t_padded_strides(int rank, const int64_t *dims, int dense_from, int64_t pad, int64_t *out);
 
 /* ============================================================================
