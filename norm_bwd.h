@@ -135,7 +135,8 @@
    Every reduction is split into blocks whose size depends only on the shape,
    and blocks are combined in a fixed (pairwise) order, so a given ISA path
    returns bitwise identical results for any thread count. Different ISA paths
-   may differ in the last bits (vector-lane order of the sums, FMA use).
+   may differ in the last bits (vector-lane order of the sums, FMA use); all
+   stay within the tolerances the tests check against a float64 reference.
 
    ============================================================================
    MEMORY
@@ -162,8 +163,25 @@
                                 leave one SIMD path out
      NORM_BWD_HEADER_FILENAME   the path of this file, if renamed, as a string
                                 (the kernels are instantiated by re-including it)
-   Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|neon caps the automatic
-   choice (honoured when that path is compiled in and runnable).
+     NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
+                                emulation, runnable on any x86 CPU when named
+   Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|neon replaces the
+   automatic choice. A path that is not compiled in or cannot run on this CPU
+   makes NBWD_ISA_AUTO calls return NBWD_ERR_UNSUPPORTED (never a silent
+   substitute).
+
+   ============================================================================
+   SIMD AND DISPATCH
+   ============================================================================
+   Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64),
+   avx2 (+FMA, F16C), avx512 (F, BW, VL), neon (AArch64). x86 kernels carry
+   target attributes, so a plain `cc -O2` build holds them all; the first call
+   detects the CPU (cpuid + xgetbv for OS state; NEON is baseline on AArch64)
+   and caches the choice. Choose a path per call with desc.isa, per process
+   with nbwd_force_isa(), or with NORM_BWD_ISA. The row kernels exist once, in
+   the kernel template at the end of this file, instantiated per path over a
+   small vector layer (norm_bwd_simd.h); the x86 paths compile with gcc,
+   clang and (untested) MSVC, which needs no target attributes.
 */
 #ifndef NBWD__KERNEL_PASS
 

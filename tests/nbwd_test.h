@@ -182,6 +182,18 @@ int t_compare_dense(const char *what, nbwd_dtype dt, const void *got, int64_t co
 #define T_COMPARE_DENSE(what, dt, got, n, ref, tol) t_compare_dense(what, dt, got, n, ref, tol, __FILE__, __LINE__)
 
 double t_now(void); /* seconds, monotonic */
+void *t_xmalloc(size_t n); /* exits on failure */
+
+/* A byte snapshot of a buffer, to prove an input was not written. */
+typedef struct t_snap { unsigned char *bytes; size_t n; } t_snap;
+t_snap t_snap_take(const t_buf *b);
+int t_snap_same(const t_snap *s, const t_buf *b);
+void t_snap_free(t_snap *s);
+
+/* The dtype combinations of the manual's DATA TYPES table (data, stats, params). */
+typedef struct t_combo { nbwd_dtype dt, sdt, pdt; } t_combo;
+#define T_NCOMBOS 9
+extern const t_combo t_combos[T_NCOMBOS];
 
 /* ====================================================== float64 reference */
 /* An input tensor as the library sees it: typed memory, element strides

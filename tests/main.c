@@ -1,0 +1,468 @@
+/* main.c - the test runner and the harness behind nbwd_test.h.
+
+   usage: nbwd_tests [--isa scalar|sse|avx2|avx512|neon|auto] [--quick]
+                     [--suite NAME]... [--verbose]
+   Runs every suite (or the named ones) with every descriptor's isa set to
+   the chosen path. An ISA this build or CPU cannot run is reported as
+   skipped (exit 0, counted neither as passed nor failed). The last line is
+   "N passed, N failed" (checks); the exit status is 1 if any check failed. */
+#if !defined(_POSIX_C_SOURCE) && !defined(_WIN32)
+#define _POSIX_C_SOURCE 200112L /* clock_gettime */
+#endif
+#include "nbwd_test.h"
+
+#include <stdarg.h>
+#include <time.h>
+
+nbwd_isa g_test_isa = NBWD_ISA_AUTO;
+int g_quick = 0;
+int g_verbose = 0;
+long g_pass = 0, g_fail = 0;
+char g_case[512] = "";
+int g_case_fail_prints = 0;
+static int g_case_printed = 0; /* the current case's header was printed */
+
+/* ------------------------------------------------------------ checks */
+void t_case(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_case, sizeof g_case, fmt, ap);
+    va_end(ap);
+    g_case_fail_prints = 0;
+    g_case_printed = 0;
+    if (g_verbose) printf("  case: %s\n", g_case);
+}
+
+static void t_print_case_header(void) {
+    if (!g_case_printed) {
+        printf("  FAIL in case: %s\n", g_case);
+        g_case_printed = 1;
+    }
+}
+
+int t_check(int ok, const char *file, int line, const char *fmt, ...) {
+    if (ok) {
+        ++g_pass;
+        return 1;
+    }
+    ++g_fail;
+    t_print_case_header();
+    if (g_case_fail_prints < 3 * T_MAX_PRINTS) {
+        va_list ap;
+        printf("    %s:%d: ", file, line);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+    }
+    ++g_case_fail_prints;
+    fflush(stdout);
+    return 0;
+}
+
+double t_now(void) {
+#if defined(CLOCK_MONOTONIC)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#else
+    return (double)clock() / CLOCKS_PER_SEC;
+#endif
+}
+
+/* -------------------------------------------------------------- PRNG */
+void t_rng_seed(t_rng *r, uint64_t seed) { r->s = seed; }
+uint64_t t_rng_u64(t_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+double t_rng_uniform(t_rng *r, double lo, double hi) {
+    return lo + (hi - lo) * ((double)(t_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0));
+}
+double t_rng_normal(t_rng *r) {
+    double u1 = t_rng_uniform(r, 0.0, 1.0), u2 = t_rng_uniform(r, 0.0, 1.0);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+int64_t t_rng_int(t_rng *r, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(t_rng_u64(r) % (uint64_t)(hi - lo + 1));
+}
+
+/* ---------------------------------------------- independent conversions */
+double t_bf16_to_double(uint16_t h) {
+    /* bf16 is the upper half of an IEEE binary32 */
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return (double)f;
+}
+
+double t_f16_to_double(uint16_t h) {
+    int sign = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+    double v;
+    if (e == 31) v = m ? NAN : INFINITY;
+    else if (e == 0) v = ldexp((double)m, -24);
+    else v = ldexp((double)(1024 + m), e - 25);
+    return sign ? -v : v;
+}
+
+/* Round |v| (finite, > 0) to p significant bits with minimum exponent emin
+   (quantum 2^(emin - p + 1) below 2^emin), nearest even. */
+static double t_round_format(double a, int p, int emin) {
+    int e;
+    double q;
+    frexp(a, &e); /* a in [2^(e-1), 2^e) */
+    e -= 1;
+    if (e < emin) e = emin;
+    q = ldexp(1.0, e - p + 1);
+    return nearbyint(a / q) * q; /* a / q exact (power of two); default mode: nearest even */
+}
+
+uint16_t t_double_to_bf16(double v) {
+    uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    double a = fabs(v), r;
+    float f;
+    uint32_t u;
+    if (isnan(v)) return (uint16_t)(sign | 0x7fc0u);
+    if (a == 0.0) return sign;
+    if (isinf(v)) return (uint16_t)(sign | 0x7f80u);
+    r = t_round_format(a, 8, -126);
+    if (r >= ldexp(1.0, 128)) return (uint16_t)(sign | 0x7f80u);
+    f = (float)r; /* exact: r has 8 significant bits */
+    memcpy(&u, &f, 4);
+    return (uint16_t)(sign | (u >> 16));
+}
+
+uint16_t t_double_to_f16(double v) {
+    uint16_t sign = signbit(v) ? 0x8000u : 0u;
+    double a = fabs(v), r;
+    int e;
+    if (isnan(v)) return (uint16_t)(sign | 0x7e00u);
+    if (a == 0.0) return sign;
+    if (isinf(v)) return (uint16_t)(sign | 0x7c00u);
+    r = t_round_format(a, 11, -14);
+    if (r >= 65536.0) return (uint16_t)(sign | 0x7c00u);
+    if (r < ldexp(1.0, -14)) return (uint16_t)(sign | (uint16_t)(r * 16777216.0)); /* subnormal: r / 2^-24 */
+    frexp(r, &e);
+    e -= 1; /* r in [2^e, 2^(e+1)) */
+    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)(ldexp(r, 10 - e) - 1024.0));
+}
+
+size_t t_esize(nbwd_dtype dt) { return dt == NBWD_F32 ? 4u : 2u; }
+const char *t_dtype_name(nbwd_dtype dt) {
+    return dt == NBWD_F32 ? "f32" : dt == NBWD_F16 ? "f16" : dt == NBWD_BF16 ? "bf16" : "bad";
+}
+const char *t_form_name(nbwd_stats_form f) {
+    return f == NBWD_STATS_MEAN_VARIANCE ? "mean_var" : f == NBWD_STATS_MEAN_RSTD ? "mean_rstd"
+           : f == NBWD_STATS_XHAT_STD ? "xhat_std" : "bad";
+}
+
+double t_round_to(nbwd_dtype dt, double v) {
+    switch (dt) {
+    case NBWD_F32: return (double)(float)v;
+    case NBWD_F16: return t_f16_to_double(t_double_to_f16(v));
+    case NBWD_BF16: return t_bf16_to_double(t_double_to_bf16(v));
+    }
+    return NAN;
+}
+
+double t_ulp(nbwd_dtype dt, double v) {
+    int p = dt == NBWD_F32 ? 24 : dt == NBWD_F16 ? 11 : 8;
+    int emin = dt == NBWD_F16 ? -14 : -126, e;
+    double a = fabs(v);
+    if (a == 0.0 || isnan(a) || isinf(a)) return ldexp(1.0, emin - p + 1);
+    frexp(a, &e);
+    e -= 1;
+    if (e < emin) e = emin;
+    return ldexp(1.0, e - p + 1);
+}
+
+double t_max_finite(nbwd_dtype dt) {
+    return dt == NBWD_F32 ? 3.4028234663852886e38 : dt == NBWD_F16 ? 65504.0 : 3.3895313892515355e38;
+}
+
+/* ------------------------------------------------------------ buffers */
+int t_buf_alloc(t_buf *b, int rank, const int64_t *dims, const int64_t *strides, nbwd_dtype dt) {
+    int64_t lo = 0, hi = 0, s = 1, count = 1;
+    int d, empty = 0;
+    size_t esz = t_esize(dt);
+    memset(b, 0, sizeof *b);
+    b->rank = rank;
+    b->dt = dt;
+    for (d = rank - 1; d >= 0; --d) {
+        b->dims[d] = dims[d];
+        b->strides[d] = strides ? strides[d] : s;
+        s *= dims[d] > 0 ? dims[d] : 1;
+        count *= dims[d];
+        if (dims[d] == 0) empty = 1;
+    }
+    b->count = count;
+    if (!empty)
+        for (d = 0; d < rank; ++d) {
+            int64_t span = b->strides[d] * (dims[d] - 1);
+            if (span < 0) lo += span; else hi += span;
+        }
+    b->alloc_bytes = (size_t)(empty ? 0 : (hi - lo + 1)) * esz + 2 * T_GUARD;
+    b->alloc = (unsigned char *)malloc(b->alloc_bytes);
+    if (!b->alloc) return 0;
+    memset(b->alloc, T_CANARY, b->alloc_bytes);
+    b->base = (char *)b->alloc + T_GUARD + (size_t)(-lo) * esz;
+    return 1;
+}
+
+void t_buf_free(t_buf *b) {
+    free(b->alloc);
+    b->alloc = NULL;
+    b->base = NULL;
+}
+
+int64_t t_buf_offset(const t_buf *b, int64_t linear) { return ref_offset(b->rank, b->dims, b->strides, linear); }
+
+double t_buf_get(const t_buf *b, int64_t linear) { return ref_load(b->base, b->dt, t_buf_offset(b, linear)); }
+
+static void t_store(void *p, nbwd_dtype dt, int64_t off, double v) {
+    if (dt == NBWD_F32) ((float *)p)[off] = (float)v;
+    else if (dt == NBWD_F16) ((uint16_t *)p)[off] = t_double_to_f16(v);
+    else ((uint16_t *)p)[off] = t_double_to_bf16(v);
+}
+
+double t_buf_set(t_buf *b, int64_t linear, double v) {
+    int64_t off = t_buf_offset(b, linear);
+    t_store(b->base, b->dt, off, v);
+    return ref_load(b->base, b->dt, off);
+}
+
+/* Visits every element offset in row-major order. */
+typedef struct t_iter {
+    int rank;
+    int64_t idx[NBWD_MAX_RANK], off;
+} t_iter;
+static void t_iter_next(const t_buf *b, t_iter *it) {
+    int d;
+    for (d = b->rank - 1; d >= 0; --d) {
+        it->off += b->strides[d];
+        if (++it->idx[d] < b->dims[d]) return;
+        it->off -= b->strides[d] * b->dims[d];
+        it->idx[d] = 0;
+    }
+}
+
+void t_buf_fill_normal(t_buf *b, t_rng *r, double mu, double sigma) {
+    t_iter it;
+    int64_t e;
+    memset(&it, 0, sizeof it);
+    for (e = 0; e < b->count; ++e) {
+        t_store(b->base, b->dt, it.off, mu + sigma * t_rng_normal(r));
+        t_iter_next(b, &it);
+    }
+}
+
+int t_buf_canary_ok(const t_buf *b) {
+    /* Copy, stamp canary over the element positions, then everything must be canary. */
+    unsigned char *tmp = (unsigned char *)malloc(b->alloc_bytes);
+    char *base;
+    size_t esz = t_esize(b->dt), i;
+    t_iter it;
+    int64_t e;
+    int ok = 1;
+    if (!tmp) { fprintf(stderr, "out of memory\n"); exit(2); }
+    memcpy(tmp, b->alloc, b->alloc_bytes);
+    base = (char *)tmp + (b->base - (char *)b->alloc);
+    memset(&it, 0, sizeof it);
+    for (e = 0; e < b->count; ++e) {
+        memset(base + it.off * (int64_t)esz, T_CANARY, esz);
+        t_iter_next(b, &it);
+    }
+    for (i = 0; i < b->alloc_bytes; ++i)
+        if (tmp[i] != T_CANARY) { ok = 0; break; }
+    free(tmp);
+    return ok;
+}
+
+void t_padded_strides(int rank, const int64_t *dims, int dense_from, int64_t pad, int64_t *out) {
+    int64_t s = dense_from >= rank ? 1 + pad : 1; /* no dense block: gaps between all elements */
+    int d;
+    for (d = rank - 1; d >= 0; --d) {
+        out[d] = s;
+        s *= dims[d] > 0 ? dims[d] : 1;
+        if (d <= dense_from) s += pad; /* the next (outer) stride gets padding */
+    }
+}
+
+/* --------------------------------------------------------- tolerances */
+double t_tol_dx(double s1, double s2, int64_t n) { return T_U * (T_DX_C1 * s1 + T_DX_C2(n) * s2); }
+
+double t_tol_param(double abs_sum, int64_t rows, double prev) {
+    return T_U * (T_PG_C(rows) * abs_sum + 2.0 * fabs(prev));
+}
+
+int t_within(nbwd_dtype dt, double got, double ref, double tol32) {
+    double tol = tol32;
+    if (isnan(ref)) return isnan(got);
+    if (isnan(got)) return 0;
+    if (dt != NBWD_F32) {
+        double maxf = t_max_finite(dt), thr = maxf + 0.5 * t_ulp(dt, maxf); /* overflow threshold */
+        if (isinf(got)) return (got > 0) == (ref > 0) && fabs(ref) + tol32 >= thr;
+        tol += t_ulp(dt, ref);
+    } else if (isinf(got)) {
+        return isinf(ref) && (got > 0) == (ref > 0);
+    }
+    return fabs(got - ref) <= tol;
+}
+
+static int t_compare_impl(const char *what, nbwd_dtype dt, const t_buf *buf, const void *dense, int64_t count,
+                          const double *ref, const double *tol32, const char *file, int line) {
+    int64_t e, bad = 0, worst = -1;
+    double worst_ratio = 0.0;
+    t_iter it;
+    memset(&it, 0, sizeof it);
+    for (e = 0; e < count; ++e) {
+        double got = buf ? ref_load(buf->base, dt, it.off) : ref_load(dense, dt, e);
+        double tol = tol32 ? tol32[e] : 0.0, err = fabs(got - ref[e]);
+        double full = tol + (dt != NBWD_F32 ? t_ulp(dt, ref[e]) : 0.0), ratio;
+        if (buf) t_iter_next(buf, &it);
+        ratio = full > 0 ? err / full : (err > 0 ? INFINITY : 0.0);
+        if (isnan(got) != isnan(ref[e])) ratio = INFINITY;
+        if (!t_within(dt, got, ref[e], tol)) {
+            if (bad == 0) {
+                ++g_fail;
+                t_print_case_header();
+            }
+            ++bad;
+            if (g_case_fail_prints < T_MAX_PRINTS) {
+                printf("    %s:%d: %s[%lld]: got %.9g, expected %.9g, |err| %.3g > tol %.3g (%s)\n", file, line, what,
+                       (long long)e, got, ref[e], err, full, t_dtype_name(dt));
+                ++g_case_fail_prints;
+            }
+        }
+        if (!(ratio <= worst_ratio)) { worst_ratio = ratio; worst = e; }
+    }
+    if (bad) {
+        printf("    %s:%d: %s: %lld of %lld elements out of tolerance; max |err|/tol = %.3g at [%lld]\n", file, line,
+               what, (long long)bad, (long long)count, worst_ratio, (long long)worst);
+        fflush(stdout);
+        return 0;
+    }
+    ++g_pass;
+    return 1;
+}
+
+int t_compare_buf(const char *what, const t_buf *got, const double *ref, const double *tol32, const char *file,
+                  int line) {
+    return t_compare_impl(what, got->dt, got, NULL, got->count, ref, tol32, file, line);
+}
+
+int t_compare_dense(const char *what, nbwd_dtype dt, const void *got, int64_t count, const double *ref,
+                    const double *tol32, const char *file, int line) {
+    return t_compare_impl(what, dt, NULL, got, count, ref, tol32, file, line);
+}
+
+void *t_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory (%lu bytes)\n", (unsigned long)n);
+        exit(2);
+    }
+    return p;
+}
+
+t_snap t_snap_take(const t_buf *b) {
+    t_snap s;
+    s.n = b->alloc ? b->alloc_bytes : 0;
+    s.bytes = (unsigned char *)t_xmalloc(s.n);
+    if (s.n) memcpy(s.bytes, b->alloc, s.n);
+    return s;
+}
+int t_snap_same(const t_snap *s, const t_buf *b) { return s->n == 0 || memcmp(s->bytes, b->alloc, s->n) == 0; }
+void t_snap_free(t_snap *s) {
+    free(s->bytes);
+    s->bytes = NULL;
+}
+
+const t_combo t_combos[T_NCOMBOS] = {
+    {NBWD_F32, NBWD_F32, NBWD_F32},   {NBWD_F16, NBWD_F32, NBWD_F32},   {NBWD_F16, NBWD_F16, NBWD_F32},
+    {NBWD_F16, NBWD_F32, NBWD_F16},   {NBWD_F16, NBWD_F16, NBWD_F16},   {NBWD_BF16, NBWD_F32, NBWD_F32},
+    {NBWD_BF16, NBWD_BF16, NBWD_F32}, {NBWD_BF16, NBWD_F32, NBWD_BF16}, {NBWD_BF16, NBWD_BF16, NBWD_BF16},
+};
+
+/* ------------------------------------------------------------- runner */
+typedef struct t_suite {
+    const char *name;
+    void (*fn)(void);
+} t_suite;
+
+static const t_suite g_suites[] = {
+    {"reference", test_reference},   {"convert", test_convert}, {"layer_norm", test_layer_norm},
+    {"batch_norm", test_batch_norm}, {"status", test_status},   {"determinism", test_determinism},
+};
+#define T_NSUITES ((int)(sizeof g_suites / sizeof g_suites[0]))
+
+static int t_parse_isa(const char *s, nbwd_isa *out) {
+    int i;
+    for (i = 0; i < NBWD_ISA_COUNT; ++i)
+        if (strcmp(s, nbwd_isa_name((nbwd_isa)i)) == 0) { *out = (nbwd_isa)i; return 1; }
+    return 0;
+}
+
+static void t_usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--isa scalar|sse|avx2|avx512|neon|auto] [--quick] [--verbose] [--suite NAME]...\n",
+            argv0);
+}
+
+int main(int argc, char **argv) {
+    int i, s, selected[T_NSUITES], any_selected = 0;
+    double t0 = t_now();
+    for (s = 0; s < T_NSUITES; ++s) selected[s] = 0;
+    for (i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            if (!t_parse_isa(argv[++i], &g_test_isa)) {
+                fprintf(stderr, "unknown isa '%s'\n", argv[i]);
+                t_usage(argv[0]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            g_quick = 1;
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            g_verbose = 1;
+        } else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc) {
+            ++i;
+            for (s = 0; s < T_NSUITES; ++s)
+                if (strcmp(argv[i], g_suites[s].name) == 0) { selected[s] = 1; any_selected = 1; break; }
+            if (s == T_NSUITES) {
+                fprintf(stderr, "unknown suite '%s'\n", argv[i]);
+                t_usage(argv[0]);
+                return 2;
+            }
+        } else {
+            t_usage(argv[0]);
+            return 2;
+        }
+    }
+    if (g_test_isa != NBWD_ISA_AUTO && !nbwd_isa_supported(g_test_isa)) {
+        printf("isa %s skipped: not compiled into this build or not runnable on this CPU/OS "
+               "(nbwd_isa_supported = 0)\n",
+               nbwd_isa_name(g_test_isa));
+        printf("0 passed, 0 failed\n");
+        return 0;
+    }
+    printf("norm_bwd tests: isa %s (auto resolves to %s)%s\n", nbwd_isa_name(g_test_isa),
+           nbwd_isa_name(nbwd_active_isa()), g_quick ? ", quick" : "");
+    fflush(stdout);
+    for (s = 0; s < T_NSUITES; ++s) {
+        long p0 = g_pass, f0 = g_fail;
+        double ts = t_now();
+        if (any_selected && !selected[s]) continue;
+        printf("suite %s ...\n", g_suites[s].name);
+        fflush(stdout);
+        t_case("%s", g_suites[s].name);
+        g_suites[s].fn();
+        printf("suite %s: %ld passed, %ld failed (%.2f s)\n", g_suites[s].name, g_pass - p0, g_fail - f0,
+               t_now() - ts);
+        fflush(stdout);
+    }
+    printf("total time %.2f s, isa %s\n", t_now() - t0, nbwd_isa_name(g_test_isa));
+    printf("%ld passed, %ld failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
