@@ -402,7 +402,7 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 
 /* Tuning constants. The reduction blocking depends on them and on the shape
    only, never on the thread count: that is what makes results deterministic. */
-#define NBWD__MIN_BLOCK_ROWS 8              /* rows per diff_gamma/diff_beta partial */
+#define NBWD__MIN_BLOCK_ROWS 64             /* rows per diff_gamma/diff_beta partial */
 #define NBWD__MAX_BLOCKS 512                /* partial sums per column, at most */
 #define NBWD__PARTIALS_BYTES (32 << 20)     /* cap on the partials' workspace */
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
@@ -533,12 +533,30 @@ typedef void (*nbwd__col_reduce_fn)(const void *x, const void *dy, int dt, int64
                                     const float *xs, float *col_dg, float *col_db);
 typedef void (*nbwd__col_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, const float *xm,
                                    const float *xs, const float *mean_g, const float *mean_gx, const float *scale);
+/* A batch of LayerNorm rows for one call (saves a call per row: rows of a
+   few dozen elements are common). Offsets are in elements. */
+#define NBWD__ROW_BATCH 64
+typedef struct nbwd__rows {
+    const char *x, *dy;
+    char *dx;                       /* NULL: no diff_src */
+    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
+    float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH];
+    int64_t count, n;
+    int dt;
+    const float *gamma;             /* NULL: 1 */
+    float *col_dg, *col_db;         /* column partials, each may be NULL */
+} nbwd__rows;
+typedef void (*nbwd__ln_rows_fn)(const nbwd__rows *rows);
+typedef void (*nbwd__add_fn)(float *dst, const float *src, int64_t n);
+
 typedef struct nbwd__kernels {
     nbwd_isa isa;
     nbwd__row_reduce_fn row_reduce;
     nbwd__row_apply_fn row_apply;
     nbwd__col_reduce_fn col_reduce;
     nbwd__col_apply_fn col_apply;
+    nbwd__ln_rows_fn ln_rows;
+    nbwd__add_fn add; /* dst[i] += src[i] */
 } nbwd__kernels;
 
 /* The portable path: the same template with one-lane "vectors". */
@@ -901,19 +919,26 @@ static void nbwd__row_blocking(int64_t rows, int64_t cols, int64_t *rows_per_blo
 }
 
 /* Adds count rows of width floats, stride apart, pairwise into the first. */
-static void nbwd__tree_sum(float *base, int64_t count, int64_t stride, int64_t width) {
-    int64_t step, b, j;
+static void nbwd__tree_sum(const nbwd__kernels *k, float *base, int64_t count, int64_t stride, int64_t width) {
+    int64_t step, b;
     for (step = 1; step < count; step *= 2)
-        for (b = 0; b + step < count; b += 2 * step) {
-            float *d = base + b * stride;
-            const float *s = base + (b + step) * stride;
-            for (j = 0; j < width; ++j) d[j] += s[j];
-        }
+        for (b = 0; b + step < count; b += 2 * step) k->add(base + b * stride, base + (b + step) * stride, width);
 }
 
 static void nbwd__write_param(void *out, int64_t j, int pdt, float v, int accumulate) {
     if (accumulate) v = nbwd__load(out, j, pdt) + v;
     nbwd__store(out, j, pdt, v);
+}
+/* out[0..n) = v (or += v), converted to the parameter dtype. */
+static void nbwd__write_params(void *out, int pdt, const float *v, int64_t n, int accumulate) {
+    int64_t j;
+    if (pdt == NBWD_F32) {
+        float *o = (float *)out;
+        if (!accumulate) memcpy(o, v, (size_t)n * 4);
+        else for (j = 0; j < n; ++j) o[j] += v[j];
+    } else {
+        for (j = 0; j < n; ++j) nbwd__write_param(out, j, pdt, v[j], accumulate);
+    }
 }
 
 /* Per-set statistics -> xhat transform (xm, xs) and the rstd that scales dx. */
@@ -1157,31 +1182,36 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     return nbwd__check_alias(9, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-/* One block of rows: dx for each row, and this block's partial column sums. */
+/* One block of rows: dx for each row, and this block's partial column sums.
+   Rows go to the kernel in batches with their offsets and statistics. */
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     const nbwd__ln_plan *p = r->p;
-    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n;
-    size_t esz = nbwd__esize(p->dt);
-    float *dg = r->want_dg ? r->partials + b * 2 * n : NULL;
-    float *db = r->want_db ? r->partials + b * 2 * n + n : NULL;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
+    nbwd__rows batch;
     nbwd__cursor c;
     if (end > p->rows) end = p->rows;
-    if (dg) memset(dg, 0, (size_t)n * 4);
-    if (db) memset(db, 0, (size_t)n * 4);
+    batch.x = r->x;
+    batch.dy = r->dy;
+    batch.dx = r->want_dx ? r->dx : NULL;
+    batch.n = n;
+    batch.dt = p->dt;
+    batch.gamma = r->gamma;
+    batch.col_dg = r->want_dg ? r->partials + b * 2 * n : NULL;
+    batch.col_db = r->want_db ? r->partials + b * 2 * n + n : NULL;
+    if (batch.col_dg) memset(batch.col_dg, 0, (size_t)n * 4);
+    if (batch.col_db) memset(batch.col_db, 0, (size_t)n * 4);
     nbwd__cursor_seek(&r->outer, &c, row);
-    for (; row < end; ++row, nbwd__cursor_next(&r->outer, &c)) {
-        const char *x = r->x + c.off[NBWD__TX] * (int64_t)esz;
-        const char *dy = r->dy + c.off[NBWD__TDY] * (int64_t)esz;
-        float xm, xs, rstd, sums[2];
-        nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR], &xm, &xs,
-                    &rstd);
-        r->k->row_reduce(x, dy, p->dt, n, xm, xs, r->gamma, dg, db, r->want_dx ? sums : NULL);
-        if (r->want_dx) {
-            float mean_g = (float)((double)sums[0] / (double)n);
-            float mean_gx = (float)((double)sums[1] / (double)n);
-            r->k->row_apply(x, dy, r->dx + c.off[NBWD__TDX] * (int64_t)esz, p->dt, n, xm, xs, r->gamma, mean_g,
-                            mean_gx, rstd);
+    while (row < end) {
+        batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
+        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &c)) {
+            batch.x_off[i] = c.off[NBWD__TX];
+            batch.dy_off[i] = c.off[NBWD__TDY];
+            batch.dx_off[i] = c.off[NBWD__TDX];
+            nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
+                        &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
         }
+        r->k->ln_rows(&batch);
+        row += batch.count;
     }
 }
 
@@ -1240,13 +1270,11 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
             nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK;
             threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
             NBWD__PARALLEL_FOR(threads, b, nchunks,
-                               nbwd__tree_sum(r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
+                               nbwd__tree_sum(r.k, r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
                                               (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
                                                                                     : width - b * NBWD__REDUCE_CHUNK));
-            for (j = 0; j < n; ++j) {
-                if (r.want_dg) nbwd__write_param(args->diff_gamma, j, p.pdt, r.partials[j], p.accumulate);
-                if (r.want_db) nbwd__write_param(args->diff_beta, j, p.pdt, r.partials[n + j], p.accumulate);
-            }
+            if (r.want_dg) nbwd__write_params(args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
+            if (r.want_db) nbwd__write_params(args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
         }
     }
     if (owned) NORM_BWD_FREE(owned);
@@ -1423,7 +1451,7 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c, int64_t n) {
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     float *part = r->partials + c * r->p->nchunks * 2;
-    nbwd__tree_sum(part, r->p->nchunks, 2, 2);
+    nbwd__tree_sum(r->k, part, r->p->nchunks, 2, 2);
     nbwd__bn_finish(r, c, part[0], part[1]);
 }
 
@@ -1508,7 +1536,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
             NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
             threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
             NBWD__PARALLEL_FOR(threads, b, nchunks,
-                               nbwd__tree_sum(r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
+                               nbwd__tree_sum(r.k, r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
                                               (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
                                                                                     : width - b * NBWD__REDUCE_CHUNK));
             for (c = 0; c < C; ++c) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
@@ -1577,8 +1605,13 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_step)(const void *x, const void *dy, int64_
 NBWD__KFN void NBWD__KN(nbwd__row_reduce_body)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                                const float *gamma, float *col_dg, float *col_db, float *sums) {
     NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
+    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO(); /* two chains hide the add latency */
     int64_t i = 0, rem;
     int want = sums != NULL;
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
+        NBWD__KN(nbwd__reduce_step)(x, dy, i, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
+        NBWD__KN(nbwd__reduce_step)(x, dy, i + NBWD__VW, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg1, &sgx1);
+    }
     for (; i + NBWD__VW <= n; i += NBWD__VW)
         NBWD__KN(nbwd__reduce_step)(x, dy, i, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
     rem = n - i;
@@ -1593,13 +1626,13 @@ NBWD__KFN void NBWD__KN(nbwd__row_reduce_body)(const void *x, const void *dy, in
         if (col_dg) memcpy(cg, col_dg + i, fb);
         if (col_db) memcpy(cb, col_db + i, fb);
         NBWD__KN(nbwd__reduce_step)(xb, yb, 0, dt, vxm, vxs, gamma ? gb : NULL, col_dg ? cg : NULL,
-                                    col_db ? cb : NULL, want, &sg, &sgx);
+                                    col_db ? cb : NULL, want, &sg1, &sgx1);
         if (col_dg) memcpy(col_dg + i, cg, fb);
         if (col_db) memcpy(col_db + i, cb, fb);
     }
     if (sums) {
-        sums[0] = NBWD__VHSUM(sg);
-        sums[1] = NBWD__VHSUM(sgx);
+        sums[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
+        sums[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
     }
 }
 
@@ -1692,6 +1725,30 @@ NBWD__KFN void NBWD__KN(nbwd__col_apply_body)(const void *x, const void *dy, voi
     }
 }
 
+/* A batch of LayerNorm rows: sums, then dx while the row is still in cache. */
+NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                            float *col_db) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    float inv_n = 1.0f / (float)n, sums[2];
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        if (r->dx) {
+            NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, sums);
+            NBWD__KN(nbwd__row_apply_body)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, r->xm[i], r->xs[i], gamma,
+                                           sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+        } else {
+            NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, NULL);
+        }
+    }
+}
+
+static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__VSTORE_F32(dst + i, NBWD__VADD(NBWD__VLOAD_F32(dst + i), NBWD__VLOAD_F32(src + i)));
+    for (; i < n; ++i) dst[i] += src[i];
+}
+
 /* The entry points: one switch on the data type, so each body is compiled
    with a constant dt (three specialized loops per kernel). */
 #define NBWD__DT_SWITCH(call_f32, call_f16, call_bf16)                        \
@@ -1728,9 +1785,26 @@ static NBWD__KTARGET void NBWD__KN(nbwd__col_apply)(const void *x, const void *d
                     NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, mg, mgx, scale));
 }
 
-static const nbwd__kernels NBWD__KN(nbwd__kernels) = {NBWD__KISA, NBWD__KN(nbwd__row_reduce),
-                                                      NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__col_reduce),
-                                                      NBWD__KN(nbwd__col_apply)};
+/* The common cases get loops without per-vector tests: all outputs with
+   gamma, and no column sums (dx only) with or without gamma. */
+#define NBWD__LN_ROWS(DT)                                                                            \
+    do {                                                                                             \
+        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                   \
+        else if (!dg && !db && gamma) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, NULL, NULL);        \
+        else if (!dg && !db) NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL);                  \
+        else NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                                     \
+    } while (0)
+static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
+    const float *gamma = r->gamma;
+    float *dg = r->col_dg, *db = r->col_db;
+    int dt = r->dt;
+    NBWD__DT_SWITCH(NBWD__LN_ROWS(NBWD_F32), NBWD__LN_ROWS(NBWD_F16), NBWD__LN_ROWS(NBWD_BF16));
+}
+#undef NBWD__LN_ROWS
+
+static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
+    NBWD__KISA,         NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__col_reduce),
+    NBWD__KN(nbwd__col_apply), NBWD__KN(nbwd__ln_rows), NBWD__KN(nbwd__add)};
 
 #undef NBWD__DT_SWITCH
 #undef NBWD__KN
