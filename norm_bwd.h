@@ -516,23 +516,21 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
 }
 
 /* ------------------------------------------------------ kernel interface */
-/* The ISA-specific part is four row kernels over a dense run of n elements
-   of data dtype dt, all written once in the kernel template at the end of
-   this file. xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1).
+/* The ISA-specific part: kernels over dense runs of n elements of data dtype
+   dt, all written once in the kernel template at the end of this file.
+   xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1).
    row_reduce: sums[0] = sum g, sums[1] = sum g*xhat with g = dy*gamma
                (gamma NULL: 1); col_dg[i] += dy*xhat, col_db[i] += dy.
                Any of sums, col_dg, col_db may be NULL.
    row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)).
-   col_reduce/col_apply: the same with per-column xm, xs, mean_g, mean_gx,
-               scale (BatchNorm NXC, where a row holds every channel). */
+   ln_rows:    row_reduce then row_apply for a batch of LayerNorm rows.
+   bn_rows:    a batch of BatchNorm NXC rows: per-column xm, xs, mean_g,
+               mean_gx, scale; column sums, or dx.
+   add:        dst += src (the pairwise combination of block partials). */
 typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                     const float *gamma, float *col_dg, float *col_db, float *sums);
 typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
                                    const float *gamma, float mean_g, float mean_gx, float scale);
-typedef void (*nbwd__col_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, const float *xm,
-                                    const float *xs, float *col_dg, float *col_db);
-typedef void (*nbwd__col_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, const float *xm,
-                                   const float *xs, const float *mean_g, const float *mean_gx, const float *scale);
 /* A batch of LayerNorm rows for one call (saves a call per row: rows of a
    few dozen elements are common). Offsets are in elements. */
 #define NBWD__ROW_BATCH 64
@@ -545,6 +543,8 @@ typedef struct nbwd__rows {
     int dt;
     const float *gamma;             /* NULL: 1 */
     float *col_dg, *col_db;         /* column partials, each may be NULL */
+    /* BatchNorm NXC: per-column statistics and coefficients */
+    const float *cxm, *cxs, *cmg, *cmgx, *cscale;
 } nbwd__rows;
 typedef void (*nbwd__ln_rows_fn)(const nbwd__rows *rows);
 typedef void (*nbwd__add_fn)(float *dst, const float *src, int64_t n);
@@ -553,10 +553,9 @@ typedef struct nbwd__kernels {
     nbwd_isa isa;
     nbwd__row_reduce_fn row_reduce;
     nbwd__row_apply_fn row_apply;
-    nbwd__col_reduce_fn col_reduce;
-    nbwd__col_apply_fn col_apply;
     nbwd__ln_rows_fn ln_rows;
-    nbwd__add_fn add; /* dst[i] += src[i] */
+    nbwd__ln_rows_fn bn_rows; /* NXC rows: column sums, or dx when rows->dx is set */
+    nbwd__add_fn add;         /* dst[i] += src[i] */
 } nbwd__kernels;
 
 /* The portable path: the same template with one-lane "vectors". */
@@ -1464,25 +1463,37 @@ static void nbwd__bn_ncx_channel(const nbwd__bn_run *r, int64_t c) {
         for (n = 0; n < r->p->N; ++n) nbwd__bn_ncx_apply(r, c, n);
 }
 
-/* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx. */
+/* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx.
+   Rows go to the kernel in batches, as for LayerNorm. */
 static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     const nbwd__bn_plan *p = r->p;
-    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C;
-    int64_t esz = (int64_t)nbwd__esize(p->dt);
-    float *dg = r->partials + b * 2 * C, *db = dg + C;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C, i;
+    nbwd__rows batch;
     nbwd__cursor cur;
     if (end > p->rows) end = p->rows;
+    memset(&batch, 0, sizeof batch);
+    batch.x = r->x;
+    batch.dy = r->dy;
+    batch.dx = apply ? r->dx : NULL;
+    batch.n = C;
+    batch.dt = p->dt;
+    batch.cxm = r->xm; batch.cxs = r->xs;
+    batch.cmg = r->mean_g; batch.cmgx = r->mean_gx; batch.cscale = r->scale;
     if (!apply) {
-        memset(dg, 0, (size_t)C * 2 * 4);
+        batch.col_dg = r->partials + b * 2 * C;
+        batch.col_db = batch.col_dg + C;
+        memset(batch.col_dg, 0, (size_t)C * 2 * 4);
     }
     nbwd__cursor_seek(&r->outer, &cur, row);
-    for (; row < end; ++row, nbwd__cursor_next(&r->outer, &cur)) {
-        const char *x = r->x + cur.off[0] * esz, *dy = r->dy + cur.off[1] * esz;
-        if (apply)
-            r->k->col_apply(x, dy, r->dx + cur.off[2] * esz, p->dt, C, r->xm, r->xs, r->mean_g, r->mean_gx,
-                            r->scale);
-        else
-            r->k->col_reduce(x, dy, p->dt, C, r->xm, r->xs, dg, db);
+    while (row < end) {
+        batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
+        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
+            batch.x_off[i] = cur.off[0];
+            batch.dy_off[i] = cur.off[1];
+            batch.dx_off[i] = cur.off[2];
+        }
+        r->k->bn_rows(&batch);
+        row += batch.count;
     }
 }
 
@@ -1575,6 +1586,11 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
    ========================================================================== */
 #define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__FORCEINLINE NBWD__KTARGET
+/* Calls one of three copies of a body, each compiled with a constant dt. */
+#define NBWD__DT_SWITCH(call_f32, call_f16, call_bf16)                        \
+    do {                                                                      \
+        if (dt == NBWD_F32) call_f32; else if (dt == NBWD_F16) call_f16; else call_bf16; \
+    } while (0)
 
 NBWD__KFN NBWD__VF NBWD__KN(nbwd__ld)(const void *p, int64_t i, int dt) {
     if (dt == NBWD_F32) return NBWD__VLOAD_F32((const float *)p + i);
@@ -1742,6 +1758,24 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
     }
 }
 
+/* A batch of BatchNorm NXC rows (every channel in each row). */
+NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        if (r->dx)
+            NBWD__KN(nbwd__col_apply_body)(x, dy, r->dx + r->dx_off[i] * esz, dt, r->n, r->cxm, r->cxs, r->cmg,
+                                           r->cmgx, r->cscale);
+        else
+            NBWD__KN(nbwd__col_reduce_body)(x, dy, dt, r->n, r->cxm, r->cxs, r->col_dg, r->col_db);
+    }
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__bn_rows)(const nbwd__rows *r) {
+    int dt = r->dt;
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__bn_rows_body)(r, NBWD_F32), NBWD__KN(nbwd__bn_rows_body)(r, NBWD_F16),
+                    NBWD__KN(nbwd__bn_rows_body)(r, NBWD_BF16));
+}
+
 static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int64_t n) {
     int64_t i = 0;
     for (; i + NBWD__VW <= n; i += NBWD__VW)
@@ -1751,10 +1785,6 @@ static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int6
 
 /* The entry points: one switch on the data type, so each body is compiled
    with a constant dt (three specialized loops per kernel). */
-#define NBWD__DT_SWITCH(call_f32, call_f16, call_bf16)                        \
-    do {                                                                      \
-        if (dt == NBWD_F32) call_f32; else if (dt == NBWD_F16) call_f16; else call_bf16; \
-    } while (0)
 
 static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, float xm,
                                                      float xs, const float *gamma, float *col_dg, float *col_db,
@@ -1769,20 +1799,6 @@ static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *d
     NBWD__DT_SWITCH(NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, gamma, mean_g, mean_gx, scale),
                     NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, gamma, mean_g, mean_gx, scale),
                     NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, gamma, mean_g, mean_gx, scale));
-}
-static NBWD__KTARGET void NBWD__KN(nbwd__col_reduce)(const void *x, const void *dy, int dt, int64_t n,
-                                                     const float *xm, const float *xs, float *col_dg,
-                                                     float *col_db) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_F32, n, xm, xs, col_dg, col_db),
-                    NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_F16, n, xm, xs, col_dg, col_db),
-                    NBWD__KN(nbwd__col_reduce_body)(x, dy, NBWD_BF16, n, xm, xs, col_dg, col_db));
-}
-static NBWD__KTARGET void NBWD__KN(nbwd__col_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                                    const float *xm, const float *xs, const float *mg,
-                                                    const float *mgx, const float *scale) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, mg, mgx, scale),
-                    NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, mg, mgx, scale),
-                    NBWD__KN(nbwd__col_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, mg, mgx, scale));
 }
 
 /* The common cases get loops without per-vector tests: all outputs with
@@ -1803,8 +1819,8 @@ static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
 #undef NBWD__LN_ROWS
 
 static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
-    NBWD__KISA,         NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__col_reduce),
-    NBWD__KN(nbwd__col_apply), NBWD__KN(nbwd__ln_rows), NBWD__KN(nbwd__add)};
+    NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
+    NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add)};
 
 #undef NBWD__DT_SWITCH
 #undef NBWD__KN

@@ -18,17 +18,17 @@ expect() { # function regex description
     if [ "$n" -gt 0 ]; then PASS=$((PASS + 1)); echo "ok: $1: $n instructions with $3"
     else FAIL=$((FAIL + 1)); echo "FAIL: $1 has no $3"; fi
 }
-for f in nbwd__row_reduce_avx2 nbwd__row_apply_avx2 nbwd__col_reduce_avx2 nbwd__col_apply_avx2; do
+for f in nbwd__row_reduce_avx2 nbwd__row_apply_avx2 nbwd__ln_rows_avx2 nbwd__bn_rows_avx2; do
     expect $f '%ymm' 'ymm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
 expect nbwd__row_apply_avx2 'vcvtph2ps' 'F16C widening'
 expect nbwd__row_apply_avx2 'vcvtps2ph' 'F16C narrowing'
-for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__col_reduce_avx512 nbwd__col_apply_avx512; do
+for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__ln_rows_avx512 nbwd__bn_rows_avx512; do
     expect $f '%zmm' 'zmm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
 expect nbwd__row_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
-expect nbwd__col_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+expect nbwd__bn_rows_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
