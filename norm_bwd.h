@@ -1025,7 +1025,8 @@ static nbwd_status nbwd__check_stats_args(int form, const void *src, const void 
     const void *spread = form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
     /* An input of another form given: the caller has mixed up the forms. */
     if ((form == NBWD_STATS_XHAT_STD && (src || mean)) || (form != NBWD_STATS_XHAT_STD && xhat) ||
-        (variance && variance != spread) || (rstd && rstd != spread) || (std_ && std_ != spread))
+        (form != NBWD_STATS_MEAN_VARIANCE && variance) || (form != NBWD_STATS_MEAN_RSTD && rstd) ||
+        (form != NBWD_STATS_XHAT_STD && std_))
         return NBWD_ERR_BAD_PARAM;
     if (data_elems > 0 && !x) return NBWD_ERR_NULL_POINTER;
     if (stat_elems > 0 && (!spread || (form != NBWD_STATS_XHAT_STD && !mean))) return NBWD_ERR_NULL_POINTER;
@@ -1332,15 +1333,19 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     p->form = (int)d->stats_form;
     p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
     p->eps = d->epsilon;
-    /* [N, C] reads the same in both layouts: take the row (NXC) algorithm. */
-    p->nxc = d->layout == NBWD_NXC || r == 2;
+    p->nxc = d->layout == NBWD_NXC;
     p->N = d->dims[0];
-    p->C = p->nxc ? d->dims[r - 1] : d->dims[1];
+    p->C = d->layout == NBWD_NXC ? d->dims[r - 1] : d->dims[1];
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->M = p->N * p->S;
     for (t = 0; t < 3; ++t) {
         const int64_t *given = t == 0 ? d->src_strides : t == 1 ? d->diff_dst_strides : d->diff_src_strides;
         nbwd__strides(r, d->dims, given, p->st[t]);
+    }
+    /* [N, C] reads the same in both layouts: with C dense everywhere, take the
+       row (NXC) algorithm, which vectorizes across channels. */
+    if (r == 2 && (d->dims[1] <= 1 || (p->st[0][1] == 1 && p->st[1][1] == 1 && p->st[2][1] == 1))) p->nxc = 1;
+    for (t = 0; t < 3; ++t) {
         if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
         if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
     }
