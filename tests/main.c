@@ -21,6 +21,10 @@ long g_pass = 0, g_fail = 0;
 char g_case[512] = "";
 int g_case_fail_prints = 0;
 static int g_case_printed = 0; /* the current case's header was printed */
+/* largest |err| / tolerance of the passing comparisons in a suite: [0] f32
+   outputs, [1] 16-bit outputs (tolerance including one ulp of the format) */
+static double g_worst_ratio[2] = {0.0, 0.0};
+static char g_worst_case[2][512];
 
 /* ------------------------------------------------------------ checks */
 void t_case(const char *fmt, ...) {
@@ -339,6 +343,10 @@ static int t_compare_impl(const char *what, nbwd_dtype dt, const t_buf *buf, con
         }
         if (!(ratio <= worst_ratio)) { worst_ratio = ratio; worst = e; }
     }
+    if (!bad && worst_ratio > g_worst_ratio[dt != NBWD_F32] && !isinf(worst_ratio)) {
+        g_worst_ratio[dt != NBWD_F32] = worst_ratio;
+        snprintf(g_worst_case[dt != NBWD_F32], sizeof g_worst_case[0], "%.40s: %.400s", what, g_case);
+    }
     if (bad) {
         printf("    %s:%d: %s: %lld of %lld elements out of tolerance; max |err|/tol = %.3g at [%lld]\n", file, line,
                what, (long long)bad, (long long)count, worst_ratio, (long long)worst);
@@ -396,6 +404,7 @@ typedef struct t_suite {
 static const t_suite g_suites[] = {
     {"reference", test_reference},   {"convert", test_convert}, {"layer_norm", test_layer_norm},
     {"batch_norm", test_batch_norm}, {"status", test_status},   {"determinism", test_determinism},
+    {"bounds", test_bounds},
 };
 #define T_NSUITES ((int)(sizeof g_suites / sizeof g_suites[0]))
 
@@ -412,7 +421,7 @@ static void t_usage(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
-    int i, s, selected[T_NSUITES], any_selected = 0;
+    int i, s, k, selected[T_NSUITES], any_selected = 0;
     double t0 = t_now();
     for (s = 0; s < T_NSUITES; ++s) selected[s] = 0;
     for (i = 1; i < argc; ++i) {
@@ -460,6 +469,12 @@ int main(int argc, char **argv) {
         g_suites[s].fn();
         printf("suite %s: %ld passed, %ld failed (%.2f s)\n", g_suites[s].name, g_pass - p0, g_fail - f0,
                t_now() - ts);
+        for (k = 0; k < 2; ++k) {
+            if (g_worst_ratio[k] > 0.0)
+                printf("  largest |error| / tolerance, %s outputs: %.3g%s%s\n", k ? "16-bit" : "f32", g_worst_ratio[k],
+                       g_verbose ? " in " : "", g_verbose ? g_worst_case[k] : "");
+            g_worst_ratio[k] = 0.0;
+        }
         fflush(stdout);
     }
     printf("total time %.2f s, isa %s\n", t_now() - t0, nbwd_isa_name(g_test_isa));

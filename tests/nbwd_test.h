@@ -31,6 +31,7 @@ void test_layer_norm(void);
 void test_batch_norm(void);
 void test_status(void);
 void test_determinism(void);
+void test_bounds(void); /* test_bounds.c: tails ending at a PROT_NONE page */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define T_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -44,9 +45,12 @@ void t_case(const char *fmt, ...) T_PRINTF(1, 2);
 int t_check(int ok, const char *file, int line, const char *fmt, ...) T_PRINTF(4, 5);
 #define CHECK(cond, ...) t_check((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
 /* Exact status check. */
-#define CHECK_STATUS(got, want)                                                                   \
-    t_check((got) == (want), __FILE__, __LINE__, "status %d (%s), expected %d (%s)", (int)(got), \
-            nbwd_status_string(got), (int)(want), nbwd_status_string(want))
+/* Exact status check; evaluates `got` once (it is often the call itself). */
+static inline int t_check_status(nbwd_status got, nbwd_status want, const char *file, int line) {
+    return t_check(got == want, file, line, "status %d (%s), expected %d (%s)", (int)got, nbwd_status_string(got),
+                   (int)want, nbwd_status_string(want));
+}
+#define CHECK_STATUS(got, want) t_check_status((got), (want), __FILE__, __LINE__)
 
 #define T_MAX_PRINTS 5 /* mismatches printed per case before only the maximum is reported */
 
@@ -203,6 +207,10 @@ typedef struct ref_tensor {
     nbwd_dtype dt;
     const int64_t *strides;
 } ref_tensor;
+
+/* Reference-only pseudo dtype: float64 tensors (the finite-difference
+   self-test of the reference works in float64 end to end). */
+#define T_F64 ((nbwd_dtype)64)
 
 /* Outputs in dense logical order; any pointer may be NULL (not wanted).
    dx_tol, dg_tol, db_tol receive the f32 tolerances of nbwd_test.h computed
