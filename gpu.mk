@@ -1,0 +1,59 @@
+# gpu.mk - the CUDA path of norm_bwd (norm_bwd_gpu.h). Included by the main
+# Makefile (-include gpu.mk); also works alone: make -f gpu.mk gpu-check
+#   gpu        build the CUDA tests and benchmark (sm_80 + sm_90); needs nvcc
+#   test-gpu   run the CUDA tests (without a GPU: host-side checks only)
+#   bench-gpu  run the benchmark (needs a GPU)
+#   gpu-check  host-only C test of the stub (cc), and, when nvcc exists, a
+#              compile + link of every .cu (no GPU needed)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+BUILD ?= build
+GPU_CC ?= cc
+GPU_DIR := $(BUILD)/gpu
+GPU_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+GPU_NVFLAGS ?= -O2 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall,-Wextra -Werror all-warnings
+GPU_HOST_CFLAGS ?= -std=c99 -O1 -Wall -Wextra -pedantic -Werror
+GPU_DEPS := norm_bwd.h norm_bwd_gpu.h
+
+.PHONY: gpu test-gpu bench-gpu gpu-check gpu-nvcc
+
+$(GPU_DIR):
+	mkdir -p $@
+
+$(GPU_DIR)/test_gpu: tests/gpu/test_gpu.cu tests/gpu/gpu_cases.h $(GPU_DEPS) | $(GPU_DIR)
+	$(NVCC) $(GPU_NVFLAGS) -o $@ $<
+
+$(GPU_DIR)/bench_gpu: bench/gpu/bench_gpu.cu $(GPU_DEPS) | $(GPU_DIR)
+	$(NVCC) $(GPU_NVFLAGS) -o $@ $<
+
+# The implementation alone with its private copy of norm_bwd.h, linked by
+# the C compiler next to a C program that has the CPU implementation.
+$(GPU_DIR)/gpu_impl.o: tests/gpu/gpu_impl.cu $(GPU_DEPS) | $(GPU_DIR)
+	$(NVCC) $(GPU_NVFLAGS) -c -o $@ $<
+
+$(GPU_DIR)/test_gpu_link: tests/gpu/test_gpu_link.c $(GPU_DIR)/gpu_impl.o $(GPU_DEPS) | $(GPU_DIR)
+	$(GPU_CC) $(GPU_HOST_CFLAGS) -o $@ $< $(GPU_DIR)/gpu_impl.o -L$(dir $(NVCC))../lib64 -lcudart -lstdc++ -lm
+
+$(GPU_DIR)/test_gpu_host: tests/gpu/test_gpu_host.c tests/gpu/gpu_cases.h $(GPU_DEPS) | $(GPU_DIR)
+	$(GPU_CC) $(GPU_HOST_CFLAGS) -o $@ $< -lm
+
+ifeq ($(strip $(NVCC)),)
+gpu gpu-nvcc:
+	@echo "gpu: nvcc not found (set NVCC=...)"; exit 1
+else
+gpu gpu-nvcc: $(GPU_DIR)/test_gpu $(GPU_DIR)/bench_gpu $(GPU_DIR)/test_gpu_link
+endif
+
+test-gpu: gpu
+	$(GPU_DIR)/test_gpu
+	LD_LIBRARY_PATH=$(dir $(NVCC))../lib64:$$LD_LIBRARY_PATH $(GPU_DIR)/test_gpu_link
+
+bench-gpu: gpu
+	$(GPU_DIR)/bench_gpu
+
+gpu-check: $(GPU_DIR)/test_gpu_host
+	$(GPU_DIR)/test_gpu_host
+ifneq ($(strip $(NVCC)),)
+gpu-check: gpu-nvcc
+else
+	@echo "gpu-check: nvcc not found: CUDA compile check skipped"
+endif

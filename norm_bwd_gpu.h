@@ -1,0 +1,1189 @@
+/* norm_bwd_gpu.h - the optional CUDA path of norm_bwd.h: LayerNorm and
+   BatchNorm training backward on device pointers, with the CPU API's
+   descriptors, arguments, semantics and status codes.
+   MIT or public domain, like norm_bwd.h (see the end of norm_bwd.h).
+
+   STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free) and
+   all host-side logic (validation, statuses, workspace sizes, the no-GPU
+   path) is tested, but the kernels HAVE NOT YET RUN ON A GPU: treat results
+   as unverified until `make test-gpu` has passed on a real device.
+
+   ============================================================================
+   COMPILING
+   ============================================================================
+   In exactly ONE .cu file compiled by nvcc:
+
+       #define NORM_BWD_GPU_IMPLEMENTATION
+       #include "norm_bwd_gpu.h"
+
+   Everywhere else (C or C++) just #include "norm_bwd_gpu.h" (it includes
+   norm_bwd.h for the descriptor and argument types). Link that object with
+   -lcudart (or -lcudart_static -ldl -lpthread -lrt) and, from a C program,
+   -lstdc++. nvcc flags used by the project: -gencode arch=compute_80,code=sm_80
+   -gencode arch=compute_90,code=sm_90 (any sm_70+ target works).
+
+   The GPU implementation validates its arguments with norm_bwd.h's own
+   (static) validation functions, so the two paths cannot disagree on what
+   is valid. It needs norm_bwd.h's implementation in the same translation
+   unit, and arranges that by itself: when norm_bwd.h has not been included
+   yet and NORM_BWD_IMPLEMENTATION is not defined, it includes a private copy
+   (NORM_BWD_STATIC + NORM_BWD_NO_SIMD + NORM_BWD_IMPLEMENTATION): no symbol
+   clashes with the CPU implementation in another file of your program. If
+   that translation unit defines NORM_BWD_IMPLEMENTATION itself, that
+   implementation is used. (Including norm_bwd.h WITHOUT the implementation
+   before norm_bwd_gpu.h in the implementation file is an #error.)
+
+   Compiled by a plain C or C++ compiler (no __CUDACC__), the implementation
+   is a stub: the same declarations and workspace-size queries, and every
+   operation validates its arguments exactly like the GPU build (same status
+   for every invalid input) and then returns NBWD_ERR_UNSUPPORTED, with
+   nbwd_gpu_last_error() saying that the build has no CUDA. So a program can
+   always link, and a C-only build reports "unsupported" instead of failing
+   to link. nbwd_gpu_device_count() then gives 0 and NBWD_ERR_UNSUPPORTED.
+
+   ============================================================================
+   API
+   ============================================================================
+       nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_gpu_layer_norm_bwd(desc, args, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_gpu_batch_norm_bwd(desc, args, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_device_count(int *count)
+       const char *nbwd_gpu_last_error(void)
+   desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
+   operation, statistics form, dtype combination, optional output, stride,
+   layout and flag of the CPU API. All tensor pointers in args, and the
+   workspace, are DEVICE pointers; desc (and its stride arrays) live in host
+   memory. stream is a cudaStream_t passed as void * (NULL: the default
+   stream). desc->num_threads and desc->isa are validated as on the CPU and
+   otherwise ignored.
+
+   What runs where: validation and planning on the host, in the calling
+   thread; then a few kernel launches on `stream`, asynchronous like any
+   CUDA launch: the outputs are ready when the stream has reached that point.
+   A call never allocates device memory and never synchronizes with the
+   device (the device check is cudaGetDeviceCount, once per process while it
+   succeeds).
+
+   ============================================================================
+   WORKSPACE
+   ============================================================================
+   The *_workspace_size queries return the device scratch size for a
+   descriptor (for any choice of outputs; 0 when none is needed, e.g. a
+   LayerNorm without affine). Unlike the CPU path, a call never allocates it:
+   a workspace that is NULL or smaller than the query when the query is
+   nonzero gives NBWD_ERR_INSUFFICIENT_WORKSPACE. The workspace must not
+   overlap any tensor and must not be used by other work until the call's
+   kernels have finished on the stream.
+
+   ============================================================================
+   ERRORS
+   ============================================================================
+   Invalid arguments: the CPU status codes, checked before anything is
+   launched (nothing written). No CUDA driver or no device (cudaGetDeviceCount
+   fails or finds none): NBWD_ERR_UNSUPPORTED. A failing CUDA call or kernel
+   launch (cudaGetLastError after each launch): NBWD_ERR_DEVICE; errors that
+   surface only later (during execution) are reported by the user's next
+   synchronizing CUDA call, as usual in CUDA. In these cases
+   nbwd_gpu_last_error() returns the CUDA message for the calling thread
+   (thread-local; kept until the next failure, "" if none).
+
+   ============================================================================
+   DETERMINISM AND NUMERICS
+   ============================================================================
+   fp32 accumulation (per-row / per-channel scalars as in the CPU path, with
+   rstd from the statistics in double). diff_gamma/diff_beta and the
+   BatchNorm channel sums use no float atomics: stage 1 writes one partial
+   per fixed block of rows (or batch entries) into the workspace, stage 2
+   adds the partials in a fixed order. Every blocking and thread mapping is a
+   function of the shape and dtypes only (never of the device, the grid size
+   or the data alignment: 16-byte vector loads and the scalar fallback add in
+   the same order), so results are bitwise identical from run to run, on any
+   grid size and on any GPU that runs the same binary. They differ from the
+   CPU path in the last bits (different summation order, FMA).
+   16-bit values are widened exactly and narrowed with __float2half_rn /
+   __float2bfloat16_rn (round to nearest even; NaN payloads may differ from
+   the CPU conversions).
+
+   Internal test knob: nbwd_gpu__max_grid (in the implementation file only)
+   caps every grid size; the tests use it to check that results do not
+   depend on the launch configuration.
+*/
+#ifndef NORM_BWD_GPU_H_INCLUDED
+#define NORM_BWD_GPU_H_INCLUDED
+
+/* The implementation needs norm_bwd.h's implementation (validation): include
+   a private static copy unless this TU provides one. */
+#if defined(NORM_BWD_GPU_IMPLEMENTATION) && !defined(NORM_BWD_H_INCLUDED) && !defined(NORM_BWD_IMPLEMENTATION)
+#define NORM_BWD_STATIC
+#define NORM_BWD_NO_SIMD
+#define NORM_BWD_IMPLEMENTATION
+#define NBWDG__PRIVATE_CPU 1
+#endif
+
+#if defined(__CUDACC__) && defined(NORM_BWD_IMPLEMENTATION) && !defined(NBWD__IMPLEMENTED)
+/* cudafe++ front end: "set but never used" for a variable of the serial
+   (no OpenMP) build of norm_bwd.h. */
+#pragma nv_diag_suppress 550
+#include "norm_bwd.h"
+#pragma nv_diag_default 550
+#else
+#include "norm_bwd.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NBWD_GPU_API extern
+
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes);
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
+                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream /* cudaStream_t */);
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes);
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
+                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream /* cudaStream_t */);
+/* Number of CUDA devices; *count = 0 and NBWD_ERR_UNSUPPORTED when there is
+   no driver or device, or the build has no CUDA (message in last_error). */
+NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count);
+/* The calling thread's last CUDA error message ("" if none). */
+NBWD_GPU_API const char *nbwd_gpu_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NORM_BWD_GPU_H_INCLUDED */
+
+/* ==========================================================================
+   IMPLEMENTATION
+   ========================================================================== */
+#if defined(NORM_BWD_GPU_IMPLEMENTATION) && !defined(NBWDG__IMPLEMENTED)
+#define NBWDG__IMPLEMENTED
+
+#if !defined(NBWD__IMPLEMENTED)
+#error "norm_bwd_gpu.h: the implementation needs norm_bwd.h's implementation in the same file: include norm_bwd_gpu.h before norm_bwd.h, or define NORM_BWD_IMPLEMENTATION before including norm_bwd.h"
+#endif
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__cplusplus)
+#define NBWDG__TLS thread_local
+#elif defined(_MSC_VER)
+#define NBWDG__TLS __declspec(thread)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define NBWDG__TLS _Thread_local
+#else
+#define NBWDG__TLS __thread
+#endif
+
+static NBWDG__TLS char nbwdg__err[256];
+
+static void nbwdg__set_error(const char *what, const char *name, const char *msg) {
+    snprintf(nbwdg__err, sizeof nbwdg__err, "%s: %s (%s)", what, msg ? msg : "", name ? name : "");
+}
+
+NBWD_GPU_API const char *nbwd_gpu_last_error(void) {
+#if defined(NBWDG__PRIVATE_CPU)
+    /* The private copy of norm_bwd.h is static: mark the parts this file
+       does not call as used (no -Wunused-function). */
+    (void)&nbwd_layer_norm_bwd; (void)&nbwd_batch_norm_bwd; (void)&nbwd_layer_norm_bwd_desc_init;
+    (void)&nbwd_batch_norm_bwd_desc_init; (void)&nbwd_layer_norm_bwd_workspace_size;
+    (void)&nbwd_batch_norm_bwd_workspace_size; (void)&nbwd_status_string; (void)&nbwd_bf16_to_f32;
+    (void)&nbwd_f32_to_bf16; (void)&nbwd_f16_to_f32; (void)&nbwd_f32_to_f16; (void)&nbwd_bf16_to_f32_n;
+    (void)&nbwd_f32_to_bf16_n; (void)&nbwd_f16_to_f32_n; (void)&nbwd_f32_to_f16_n; (void)&nbwd_isa_name;
+    (void)&nbwd_isa_supported; (void)&nbwd_active_isa; (void)&nbwd_force_isa;
+#endif
+    return nbwdg__err;
+}
+
+/* ------------------------------------------------------------- planning */
+/* Everything below up to the kernels is plain C shared by the CUDA build and
+   the stub: the stub validates and sizes workspaces exactly like the GPU. */
+#define NBWDG__ALIGN 256
+#define NBWDG__MAX_PARTIALS 1024          /* partial sums per column, at most */
+#define NBWDG__PARTIALS_BYTES (64 << 20)  /* cap on the partials' workspace */
+#define NBWDG__BN_CHUNK_ELEMS 8192        /* BatchNorm NCX: elements per partial */
+#define NBWDG__BN_THREADS 256
+
+static int64_t nbwdg__cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static size_t nbwdg__round(size_t b) { return (b + NBWDG__ALIGN - 1) / NBWDG__ALIGN * NBWDG__ALIGN; }
+
+/* LayerNorm: a row is handled by a group of G threads (a power of two),
+   thread `lane` owning the V-element chunks lane, lane + G, ... (V = 16 bytes
+   of data). K > 0: at most K chunks per thread, cached in registers between
+   the two passes, G <= 512; G <= 32 runs 256 / G groups per block (warp
+   shuffles), G >= 64 one group per block. K = 0: long rows, 1024 threads,
+   re-read from global memory in the second pass. R rows per block of
+   diff_gamma/diff_beta partials. All of it depends on n, rows and dtypes. */
+typedef struct nbwdg__ln_cfg {
+    int V, G, K, block, NG;
+    int64_t chunks, R, nblocks;
+    size_t part_bytes, ws_bytes;
+} nbwdg__ln_cfg;
+
+static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
+    int64_t g = 1, k, cap, rmin;
+    memset(c, 0, sizeof *c);
+    c->V = p->dt == NBWD_F32 ? 4 : 8;
+    c->chunks = nbwdg__cdiv(p->n, c->V);
+    while (g < 1024 && g * 4 < c->chunks) g *= 2;
+    if (g <= 512 && g * 4 >= c->chunks) {
+        k = nbwdg__cdiv(c->chunks, g);
+        c->K = k <= 1 ? 1 : k <= 2 ? 2 : 4;
+        c->G = (int)g;
+        c->block = c->G <= 32 ? 256 : c->G;
+    } else {
+        c->K = 0;
+        c->G = c->block = 1024;
+    }
+    c->NG = c->block / c->G;
+    if (p->affine) {
+        cap = NBWDG__PARTIALS_BYTES / (8 * (p->n > 0 ? p->n : 1));
+        if (cap > NBWDG__MAX_PARTIALS) cap = NBWDG__MAX_PARTIALS;
+        if (cap < 1) cap = 1;
+        c->R = nbwdg__cdiv(p->rows, cap);
+        if (c->NG > 1) {
+            rmin = 4 * (int64_t)c->NG;
+        } else { /* aim at >= 512 blocks, but at most 16 rows per block */
+            rmin = nbwdg__cdiv(p->rows, 512);
+            if (rmin > 16) rmin = 16;
+        }
+        if (c->R < rmin) c->R = rmin;
+    } else {
+        c->R = c->NG > 1 ? 2 * (int64_t)c->NG : 2;
+    }
+    if (c->R < 1) c->R = 1;
+    c->nblocks = p->rows > 0 && p->n > 0 ? nbwdg__cdiv(p->rows, c->R) : 0;
+    c->part_bytes = p->affine ? (size_t)c->nblocks * 2 * (size_t)p->n * 4 : 0;
+    c->ws_bytes = c->part_bytes ? nbwdg__round(c->part_bytes) + NBWDG__ALIGN : 0;
+}
+
+/* BatchNorm: per-channel coefficients [5][C] (xm, xs, mean_g, mean_gx,
+   scale) and totals [2][C], then partials [nb][2][C]. NXC: blocks of R rows
+   (of C channels), TX threads across channel chunks x 256/TX row slices.
+   NCX: one partial per (channel, nper batch entries). */
+typedef struct nbwdg__bn_cfg {
+    int V, TX;
+    int64_t rows, inner, chunks; /* rows of `inner` dense elements: NXC M x C, NCX (N*C) x S */
+    int64_t R, nper, nb;
+    size_t off_coef, off_tot, off_part, ws_bytes;
+} nbwdg__bn_cfg;
+
+static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
+    int64_t tx = 1, cap;
+    memset(c, 0, sizeof *c);
+    c->V = p->dt == NBWD_F32 ? 4 : 8;
+    c->rows = p->nxc ? p->M : p->N * p->C;
+    c->inner = p->nxc ? p->C : p->S;
+    c->chunks = nbwdg__cdiv(c->inner, c->V);
+    if (p->M == 0 || p->C == 0) return; /* nothing to compute: no workspace */
+    if (p->nxc) {
+        while (tx < NBWDG__BN_THREADS && tx < c->chunks) tx *= 2;
+        c->TX = (int)tx;
+        cap = NBWDG__PARTIALS_BYTES / (8 * p->C);
+        if (cap > NBWDG__MAX_PARTIALS) cap = NBWDG__MAX_PARTIALS;
+        if (cap < 1) cap = 1;
+        c->R = nbwdg__cdiv(p->M, cap);
+        if (c->R < 4 * (NBWDG__BN_THREADS / tx)) c->R = 4 * (NBWDG__BN_THREADS / tx);
+        c->nb = nbwdg__cdiv(p->M, c->R);
+    } else {
+        c->nper = nbwdg__cdiv(NBWDG__BN_CHUNK_ELEMS, p->S);
+        if (c->nper < 1) c->nper = 1;
+        c->nb = nbwdg__cdiv(p->N, c->nper);
+    }
+    c->off_coef = NBWDG__ALIGN; /* room to align the base */
+    c->off_tot = c->off_coef + nbwdg__round((size_t)p->C * 5 * 4);
+    c->off_part = c->off_tot + nbwdg__round((size_t)p->C * 2 * 4);
+    c->ws_bytes = c->off_part + nbwdg__round((size_t)c->nb * 2 * (size_t)p->C * 4);
+}
+
+static nbwd_status nbwdg__ws_check(size_t need, const void *workspace, size_t bytes) {
+    if (need > 0 && (!workspace || bytes < need)) return NBWD_ERR_INSUFFICIENT_WORKSPACE;
+    return NBWD_OK;
+}
+
+/* Full validation: the CPU checks, then the workspace. */
+static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+                                     const void *workspace, size_t bytes, nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
+    nbwd_status s;
+    if ((s = nbwd__ln_plan_desc(desc, p)) != NBWD_OK) return s;
+    if (!args) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
+    nbwdg__ln_config(p, c);
+    return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
+}
+
+static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                     const void *workspace, size_t bytes, nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
+    nbwd_status s;
+    if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
+    if (!args) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__bn_check_args(desc, p, args)) != NBWD_OK) return s;
+    nbwdg__bn_config(p, c);
+    return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+    nbwd__ln_plan p;
+    nbwdg__ln_cfg c;
+    nbwd_status s;
+    if (!bytes) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
+    nbwdg__ln_config(&p, &c);
+    *bytes = c.ws_bytes;
+    return NBWD_OK;
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    if (!bytes) return NBWD_ERR_NULL_POINTER;
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
+    nbwdg__bn_config(&p, &c);
+    *bytes = c.ws_bytes;
+    return NBWD_OK;
+}
+
+#if !defined(__CUDACC__)
+/* ------------------------------------------------------------------ stub */
+static void nbwdg__no_cuda(void) {
+    nbwdg__set_error("norm_bwd_gpu", "NBWD_ERR_UNSUPPORTED",
+                     "this build has no CUDA (norm_bwd_gpu.h was compiled without nvcc)");
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
+                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__ln_plan p;
+    nbwdg__ln_cfg c;
+    nbwd_status s;
+    (void)stream;
+    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    nbwdg__no_cuda();
+    return NBWD_ERR_UNSUPPORTED;
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
+                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    (void)stream;
+    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    nbwdg__no_cuda();
+    return NBWD_ERR_UNSUPPORTED;
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count) {
+    if (!count) return NBWD_ERR_NULL_POINTER;
+    *count = 0;
+    nbwdg__no_cuda();
+    return NBWD_ERR_UNSUPPORTED;
+}
+
+#else /* __CUDACC__ */
+/* ================================================================== CUDA */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+static int nbwd_gpu__max_grid = 0; /* test knob: cap on every grid size (0: none) */
+#define NBWDG__GRID_LIMIT (1 << 20)
+
+static unsigned nbwdg__grid(int64_t want) {
+    int64_t cap = nbwd_gpu__max_grid > 0 ? nbwd_gpu__max_grid : NBWDG__GRID_LIMIT;
+    if (want > cap) want = cap;
+    return (unsigned)(want < 1 ? 1 : want);
+}
+
+/* ------------------------------------------------------ device helpers */
+__device__ __forceinline__ float nbwdg__ld(const void *p, int64_t i, int dt) {
+    if (dt == NBWD_F32) return ((const float *)p)[i];
+    unsigned short u = ((const unsigned short *)p)[i];
+    return dt == NBWD_F16 ? __half2float(__ushort_as_half(u)) : __bfloat162float(__ushort_as_bfloat16(u));
+}
+__device__ __forceinline__ void nbwdg__st(void *p, int64_t i, int dt, float v) {
+    if (dt == NBWD_F32) ((float *)p)[i] = v;
+    else if (dt == NBWD_F16) ((unsigned short *)p)[i] = __half_as_ushort(__float2half_rn(v));
+    else ((unsigned short *)p)[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+__device__ __forceinline__ void nbwdg__write_param(void *out, int64_t j, int pdt, float v, int accumulate) {
+    if (accumulate) v = __fadd_rn(nbwdg__ld(out, j, pdt), v);
+    nbwdg__st(out, j, pdt, v);
+}
+
+/* nbwd__stats on the device: the same double-precision rstd. */
+__device__ __forceinline__ void nbwdg__stats(int form, int sdt, float eps, const void *mean, int64_t mi,
+                                             const void *spread, int64_t si, float &xm, float &xs, float &rstd) {
+    double s = nbwdg__ld(spread, si, sdt);
+    if (form == NBWD_STATS_XHAT_STD) {
+        xm = 0.0f; xs = 1.0f;
+        rstd = (float)(1.0 / s);
+        return;
+    }
+    xm = nbwdg__ld(mean, mi, sdt);
+    rstd = form == NBWD_STATS_MEAN_RSTD ? (float)s : (float)(1.0 / sqrt(s + (double)eps));
+    xs = rstd;
+}
+
+template <int DT> struct nbwdg__ty;
+template <> struct nbwdg__ty<NBWD_F32> {
+    typedef float S;
+    enum { V = 4 };
+    static __device__ __forceinline__ float in(S v) { return v; }
+    static __device__ __forceinline__ S out(float v) { return v; }
+};
+template <> struct nbwdg__ty<NBWD_F16> {
+    typedef unsigned short S;
+    enum { V = 8 };
+    static __device__ __forceinline__ float in(S v) { return __half2float(__ushort_as_half(v)); }
+    static __device__ __forceinline__ S out(float v) { return __half_as_ushort(__float2half_rn(v)); }
+};
+template <> struct nbwdg__ty<NBWD_BF16> {
+    typedef unsigned short S;
+    enum { V = 8 };
+    static __device__ __forceinline__ float in(S v) { return __bfloat162float(__ushort_as_bfloat16(v)); }
+    static __device__ __forceinline__ S out(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+};
+/* 16 bytes of data: one vector load or store. */
+template <int DT> struct __align__(16) nbwdg__vec { typename nbwdg__ty<DT>::S e[nbwdg__ty<DT>::V]; };
+
+/* Chunk of cnt <= V elements at p[e0]: a 16-byte load when vec (then the
+   row is dense, aligned and a multiple of V), else scalar loads (zeros past
+   cnt). Either way the same values in the same lanes. */
+template <int DT>
+__device__ __forceinline__ nbwdg__vec<DT> nbwdg__ldv(const void *base, int64_t e0, int cnt, int vec) {
+    typedef typename nbwdg__ty<DT>::S S;
+    const S *p = (const S *)base + e0;
+    nbwdg__vec<DT> v;
+    if (vec) {
+        v = *(const nbwdg__vec<DT> *)p;
+    } else {
+#pragma unroll
+        for (int i = 0; i < nbwdg__ty<DT>::V; ++i) v.e[i] = i < cnt ? p[i] : (S)0;
+    }
+    return v;
+}
+template <int DT>
+__device__ __forceinline__ void nbwdg__stv(void *base, int64_t e0, int cnt, int vec, const nbwdg__vec<DT> &v) {
+    typedef typename nbwdg__ty<DT>::S S;
+    S *p = (S *)base + e0;
+    if (vec) {
+        *(nbwdg__vec<DT> *)p = v;
+    } else {
+#pragma unroll
+        for (int i = 0; i < nbwdg__ty<DT>::V; ++i)
+            if (i < cnt) p[i] = v.e[i];
+    }
+}
+/* gamma (f32 or the data type) for one chunk, as floats. */
+template <int DT>
+__device__ __forceinline__ void nbwdg__ld_gamma(float *gm, const void *g, int pdt, int64_t e0, int cnt, int gvec) {
+    enum { V = nbwdg__ty<DT>::V };
+    if (gvec && pdt == NBWD_F32) {
+#pragma unroll
+        for (int i = 0; i < V; i += 4) {
+            float4 f = *(const float4 *)((const float *)g + e0 + i);
+            gm[i] = f.x; gm[i + 1] = f.y; gm[i + 2] = f.z; gm[i + 3] = f.w;
+        }
+    } else if (gvec) { /* pdt == DT */
+        nbwdg__vec<DT> v = *(const nbwdg__vec<DT> *)((const typename nbwdg__ty<DT>::S *)g + e0);
+#pragma unroll
+        for (int i = 0; i < V; ++i) gm[i] = nbwdg__ty<DT>::in(v.e[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < V; ++i) gm[i] = i < cnt ? nbwdg__ld(g, e0 + i, pdt) : 0.0f;
+    }
+}
+
+/* Element offsets of outer index `row` for each tensor (row-major order
+   over the merged outer dims of norm_bwd.h's nbwd__outer). */
+__device__ __forceinline__ void nbwdg__offsets(const nbwd__outer &o, int64_t row, int64_t *off) {
+#pragma unroll
+    for (int t = 0; t < NBWD__MAX_T; ++t) off[t] = 0;
+    if (o.nd == 1) {
+#pragma unroll
+        for (int t = 0; t < NBWD__MAX_T; ++t)
+            if (t < o.nt) off[t] = row * o.st[t][0];
+        return;
+    }
+    for (int d = o.nd - 1; d >= 0; --d) {
+        int64_t i = row % o.dims[d];
+        row /= o.dims[d];
+#pragma unroll
+        for (int t = 0; t < NBWD__MAX_T; ++t)
+            if (t < o.nt) off[t] += i * o.st[t][d];
+    }
+}
+
+/* Sum of (a, b) over a group of G threads, the same value in every thread,
+   in a fixed order. G <= 32: butterfly within the G-lane segment (mask =
+   the segment's lanes); G > 32: the whole block is the group. */
+__device__ __forceinline__ void nbwdg__group_sum2(float &a, float &b, int G, unsigned mask, float *red) {
+    if (G <= 32) {
+        for (int o = G / 2; o > 0; o >>= 1) {
+            a = __fadd_rn(a, __shfl_xor_sync(mask, a, o));
+            b = __fadd_rn(b, __shfl_xor_sync(mask, b, o));
+        }
+        return;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, o));
+        b = __fadd_rn(b, __shfl_xor_sync(0xffffffffu, b, o));
+    }
+    const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0) { red[w] = a; red[32 + w] = b; }
+    __syncthreads();
+    a = red[0]; b = red[32];
+    for (int i = 1; i < nw; ++i) { a = __fadd_rn(a, red[i]); b = __fadd_rn(b, red[32 + i]); }
+    __syncthreads();
+}
+
+/* -------------------------------------------------------- LayerNorm */
+struct nbwdg__ln_k {
+    nbwd__outer o; /* rows: x, dy, dx, mean, spread */
+    const void *x, *dy, *mean, *spread, *gamma; /* gamma NULL: 1 (no affine, or no dx) */
+    void *dx;
+    float *part; /* [nblocks][2][n] */
+    int64_t rows, n, R, nblocks;
+    int sdt, pdt, form, want_dx, want_pg, vec, gvec, G;
+    int acc_smem; /* A == 1: column partials in shared memory (else global) */
+    float eps;
+};
+
+/* Pass-1 work on one chunk: the row sums (sg, sgx) and the column partials
+   (A == 0: registers ra/rb; A == 1: acc[0..n) and acc[n..2n), which is
+   shared memory or the block's partial row in global memory). The same
+   additions in the same order whatever A and the load path. */
+template <int DT, int A>
+__device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
+                                                int64_t e0, int cnt, float xm, float xs, float &sg, float &sgx,
+                                                float *ra, float *rb, float *acc) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    float gm[V];
+    if (p.want_dx && p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        if (v < cnt) {
+            const float dv = TY::in(cy.e[v]);
+            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+            if (p.want_dx) {
+                const float g = p.gamma ? __fmul_rn(dv, gm[v]) : dv;
+                sg = __fadd_rn(sg, g);
+                sgx = __fmaf_rn(g, xh, sgx);
+            }
+            if (p.want_pg) {
+                if constexpr (A == 0) {
+                    ra[v] = __fmaf_rn(dv, xh, ra[v]);
+                    rb[v] = __fadd_rn(rb[v], dv);
+                } else {
+                    acc[e0 + v] = __fmaf_rn(dv, xh, acc[e0 + v]);
+                    acc[p.n + e0 + v] = __fadd_rn(acc[p.n + e0 + v], dv);
+                }
+            }
+        }
+    }
+}
+
+/* Pass 2 on one chunk: dx = rstd * (g - (mean_g + xhat * mean_gx)). */
+template <int DT>
+__device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
+                                                void *dxr, int64_t e0, int cnt, float xm, float xs, float mg,
+                                                float mgx, float rstd) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    float gm[V];
+    nbwdg__vec<DT> o;
+    if (p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        const float dv = TY::in(cy.e[v]);
+        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+        const float g = p.gamma ? __fmul_rn(dv, gm[v]) : dv;
+        o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx, mg)), rstd));
+    }
+    nbwdg__stv<DT>(dxr, e0, cnt, p.vec, o);
+}
+
+/* One block of R rows: dx per row and the block's diff_gamma/diff_beta
+   partials. See nbwdg__ln_config for the mapping. K > 0: the thread's K
+   chunks stay in registers between the passes; K == 0: re-read. A == 0
+   (G <= 32, 256 / G groups per block): column partials in registers, then
+   a pairwise tree over the groups in shared memory. A == 1 (one group per
+   block): column partials in shared memory (p.acc_smem) or directly in the
+   block's partial row in global memory; each column is only ever touched
+   by its owning thread, in row order. */
+template <int DT, int K, int A>
+__global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_kernel(const __grid_constant__ nbwdg__ln_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V, KR = A == 0 ? K : 1 };
+    extern __shared__ float nbwdg__smem[];
+    const int G = p.G, tid = threadIdx.x, NG = blockDim.x / G, grp = tid / G, lane = tid % G;
+    const int64_t n = p.n, chunks = (n + V - 1) / V;
+    const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << G) - 1u) << ((tid & 31) & ~(G - 1)));
+    float ra[KR][V], rb[KR][V];
+
+    for (int64_t b = blockIdx.x; b < p.nblocks; b += gridDim.x) {
+        const int64_t r0 = b * p.R, r1 = r0 + p.R < p.rows ? r0 + p.R : p.rows;
+        float *pdg = p.want_pg ? p.part + b * 2 * n : nullptr;
+        float *acc = nullptr;
+        if constexpr (A == 0) {
+#pragma unroll
+            for (int k = 0; k < KR; ++k)
+#pragma unroll
+                for (int v = 0; v < V; ++v) ra[k][v] = rb[k][v] = 0.0f;
+        } else if (p.want_pg) {
+            acc = p.acc_smem ? nbwdg__smem + 64 : pdg;
+            for (int64_t c = lane; c < chunks; c += G)
+                for (int64_t e = c * V; e < c * V + V && e < n; ++e) acc[e] = acc[n + e] = 0.0f;
+        }
+
+        for (int64_t row = r0 + grp; row < r1; row += NG) {
+            int64_t off[NBWD__MAX_T];
+            float xm, xs, rstd, sg = 0.0f, sgx = 0.0f;
+            nbwdg__offsets(p.o, row, off);
+            nbwdg__stats(p.form, p.sdt, p.eps, p.mean, off[3], p.spread, off[4], xm, xs, rstd);
+            const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
+            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
+            void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[2]) : nullptr;
+            if constexpr (K > 0) {
+                nbwdg__vec<DT> cx[K], cy[K];
+#pragma unroll
+                for (int k = 0; k < K; ++k) {
+                    const int64_t c = lane + (int64_t)k * G, e0 = c * V;
+                    if (c < chunks) {
+                        const int cnt = n - e0 < V ? (int)(n - e0) : V;
+                        cx[k] = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                        cy[k] = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+                        nbwdg__ln_pass1<DT, A>(p, cx[k], cy[k], e0, cnt, xm, xs, sg, sgx, ra[A == 0 ? k : 0],
+                                               rb[A == 0 ? k : 0], acc);
+                    }
+                }
+                if (p.want_dx) {
+                    nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
+                    const float mg = (float)((double)sg / (double)n), mgx = (float)((double)sgx / (double)n);
+#pragma unroll
+                    for (int k = 0; k < K; ++k) {
+                        const int64_t c = lane + (int64_t)k * G, e0 = c * V;
+                        if (c < chunks)
+                            nbwdg__ln_pass2<DT>(p, cx[k], cy[k], dxr, e0, n - e0 < V ? (int)(n - e0) : V, xm, xs, mg,
+                                                mgx, rstd);
+                    }
+                }
+            } else { /* long rows: two passes over global memory */
+                for (int64_t c = lane; c < chunks; c += G) {
+                    const int64_t e0 = c * V;
+                    const int cnt = n - e0 < V ? (int)(n - e0) : V;
+                    const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                    const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+                    nbwdg__ln_pass1<DT, A>(p, cx, cy, e0, cnt, xm, xs, sg, sgx, ra[0], rb[0], acc);
+                }
+                if (p.want_dx) {
+                    nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
+                    const float mg = (float)((double)sg / (double)n), mgx = (float)((double)sgx / (double)n);
+                    for (int64_t c = lane; c < chunks; c += G) {
+                        const int64_t e0 = c * V;
+                        const int cnt = n - e0 < V ? (int)(n - e0) : V;
+                        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+                        nbwdg__ln_pass2<DT>(p, cx, cy, dxr, e0, cnt, xm, xs, mg, mgx, rstd);
+                    }
+                }
+            }
+        }
+
+        if (p.want_pg) {
+            if constexpr (A == 0) { /* NG groups: pairwise tree in shared memory, fixed order */
+                const int ni = (int)n; /* n <= 4 * G * V <= 1024 here */
+                for (int which = 0; which < 2; ++which) {
+#pragma unroll
+                    for (int k = 0; k < KR; ++k) {
+                        const int c = lane + k * G, e0 = c * V;
+#pragma unroll
+                        for (int v = 0; v < V; ++v)
+                            if (c < chunks && e0 + v < ni) nbwdg__smem[grp * ni + e0 + v] = which ? rb[k][v] : ra[k][v];
+                    }
+                    __syncthreads();
+                    for (int s = NG / 2; s > 0; s >>= 1) {
+                        for (int i = tid; i < s * ni; i += blockDim.x) {
+                            const int gg = i / ni, j = i - gg * ni;
+                            nbwdg__smem[gg * ni + j] = __fadd_rn(nbwdg__smem[gg * ni + j], nbwdg__smem[(gg + s) * ni + j]);
+                        }
+                        __syncthreads();
+                    }
+                    for (int j = tid; j < ni; j += blockDim.x) pdg[which * n + j] = nbwdg__smem[j];
+                    __syncthreads();
+                }
+            } else if (p.acc_smem) { /* this thread's columns, shared -> global */
+                for (int64_t c = lane; c < chunks; c += G)
+                    for (int64_t e = c * V; e < c * V + V && e < n; ++e) { pdg[e] = acc[e]; pdg[n + e] = acc[n + e]; }
+            }
+        }
+    }
+}
+
+/* Stage 2: out[j] = sum over b of part[b * width + j], in a fixed order:
+   32 slices (b = slice, slice + 32, ...) each summed in order, then the 32
+   slice sums in order. mode 0: totals[j] (float); mode 1: LayerNorm params
+   (j < n: diff_gamma[j], else diff_beta[j - n]). */
+struct nbwdg__comb_k {
+    const float *part;
+    int64_t nb, width, n;
+    float *totals;
+    void *dg, *db;
+    int mode, pdt, accumulate;
+};
+
+__global__ void __launch_bounds__(1024) nbwdg__combine_kernel(const __grid_constant__ nbwdg__comb_k p) {
+    __shared__ float s[32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    for (int64_t tile = blockIdx.x; tile * 32 < p.width; tile += gridDim.x) {
+        const int64_t j = tile * 32 + tx;
+        float acc = 0.0f;
+        if (j < p.width)
+            for (int64_t b = ty; b < p.nb; b += 32) acc = __fadd_rn(acc, p.part[b * p.width + j]);
+        s[ty][tx] = acc;
+        __syncthreads();
+        if (ty == 0 && j < p.width) {
+            float t = s[0][tx];
+            for (int i = 1; i < 32; ++i) t = __fadd_rn(t, s[i][tx]);
+            if (p.mode == 0) p.totals[j] = t;
+            else if (j < p.n) { if (p.dg) nbwdg__write_param(p.dg, j, p.pdt, t, p.accumulate); }
+            else if (p.db) nbwdg__write_param(p.db, j - p.n, p.pdt, t, p.accumulate);
+        }
+        __syncthreads();
+    }
+}
+
+/* -------------------------------------------------------- BatchNorm */
+struct nbwdg__bn_k {
+    nbwd__outer o; /* rows (NXC: N*S rows of C; NCX: N*C planes of S): x, dy, dx */
+    const void *x, *dy, *mean, *spread, *gamma;
+    void *dx, *dg, *db;
+    float *coef; /* [5][C]: xm, xs, mean_g, mean_gx, scale */
+    float *totals, *part;
+    int64_t C, M, rows, inner, R, nper, N, nb;
+    int TX, nxc, vec, sdt, pdt, form, accumulate;
+    float eps;
+};
+
+__global__ void nbwdg__bn_stats_kernel(const __grid_constant__ nbwdg__bn_k p) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
+        float xm, xs, rstd;
+        nbwdg__stats(p.form, p.sdt, p.eps, p.mean, c, p.spread, c, xm, xs, rstd);
+        p.coef[c] = xm;
+        p.coef[p.C + c] = xs;
+        p.coef[4 * p.C + c] = rstd;
+    }
+}
+
+/* NXC: block b of R rows x a tile of TX channel chunks; 256 / TX row slices,
+   combined by a pairwise tree. Partial [b][2][C]. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_nxc_reduce(const __grid_constant__ nbwdg__bn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    __shared__ float sm[2][NBWDG__BN_THREADS * V];
+    const int TX = p.TX, TY_ = NBWDG__BN_THREADS / TX, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    const int64_t C = p.C, chunks = (C + V - 1) / V, tiles = (chunks + TX - 1) / TX;
+    for (int64_t item = blockIdx.x; item < p.nb * tiles; item += gridDim.x) {
+        const int64_t b = item / tiles, tile = item - b * tiles, c = tile * TX + tx, e0 = c * V;
+        const int64_t r0 = b * p.R, r1 = r0 + p.R < p.M ? r0 + p.R : p.M;
+        const int cnt = c < chunks ? (C - e0 < V ? (int)(C - e0) : V) : 0;
+        float a[V], d[V], xm[V], xs[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            a[v] = d[v] = 0.0f;
+            xm[v] = v < cnt ? p.coef[e0 + v] : 0.0f;
+            xs[v] = v < cnt ? p.coef[C + e0 + v] : 0.0f;
+        }
+        if (cnt > 0) {
+            for (int64_t row = r0 + ty; row < r1; row += TY_) {
+                int64_t off[NBWD__MAX_T];
+                nbwdg__offsets(p.o, row, off);
+                const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
+                const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    if (v < cnt) {
+                        const float dv = TY::in(cy.e[v]);
+                        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm[v]), xs[v]);
+                        a[v] = __fmaf_rn(dv, xh, a[v]);
+                        d[v] = __fadd_rn(d[v], dv);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) { sm[0][threadIdx.x * V + v] = a[v]; sm[1][threadIdx.x * V + v] = d[v]; }
+        __syncthreads();
+        for (int s = TY_ / 2; s > 0; s >>= 1) {
+            if (ty < s) {
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    const int i = (ty * TX + tx) * V + v, k = ((ty + s) * TX + tx) * V + v;
+                    sm[0][i] = __fadd_rn(sm[0][i], sm[0][k]);
+                    sm[1][i] = __fadd_rn(sm[1][i], sm[1][k]);
+                }
+            }
+            __syncthreads();
+        }
+        if (ty == 0) {
+            for (int v = 0; v < cnt; ++v) {
+                p.part[b * 2 * C + e0 + v] = sm[0][tx * V + v];
+                p.part[b * 2 * C + C + e0 + v] = sm[1][tx * V + v];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* NCX: (channel c, batch entries [k * nper, ...)) per block; every thread
+   sums its chunks of each plane, then a fixed block reduction. Partial
+   [k][2][C]. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_ncx_reduce(const __grid_constant__ nbwdg__bn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    __shared__ float red[64];
+    const int64_t C = p.C, S = p.inner, chunks = (S + V - 1) / V;
+    for (int64_t item = blockIdx.x; item < C * p.nb; item += gridDim.x) {
+        const int64_t c = item / p.nb, k = item - c * p.nb;
+        const int64_t n0 = k * p.nper, n1 = n0 + p.nper < p.N ? n0 + p.nper : p.N;
+        const float xm = p.coef[c], xs = p.coef[C + c];
+        float a = 0.0f, d = 0.0f;
+        for (int64_t nn = n0; nn < n1; ++nn) {
+            int64_t off[NBWD__MAX_T];
+            nbwdg__offsets(p.o, nn * C + c, off);
+            const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
+            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
+            for (int64_t cc = threadIdx.x; cc < chunks; cc += NBWDG__BN_THREADS) {
+                const int64_t e0 = cc * V;
+                const int cnt = S - e0 < V ? (int)(S - e0) : V;
+                const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    if (v < cnt) {
+                        const float dv = TY::in(cy.e[v]);
+                        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+                        a = __fmaf_rn(dv, xh, a);
+                        d = __fadd_rn(d, dv);
+                    }
+                }
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            a = __fadd_rn(a, __shfl_xor_sync(0xffffffffu, a, o));
+            d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, o));
+        }
+        if ((threadIdx.x & 31) == 0) { red[threadIdx.x >> 5] = a; red[32 + (threadIdx.x >> 5)] = d; }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < NBWDG__BN_THREADS / 32; ++w) { red[0] = __fadd_rn(red[0], red[w]); red[32] = __fadd_rn(red[32], red[32 + w]); }
+            p.part[k * 2 * C + c] = red[0];
+            p.part[k * 2 * C + C + c] = red[32];
+        }
+        __syncthreads();
+    }
+}
+
+/* Channel sums complete: coefficients and diff_gamma/diff_beta (nbwd__bn_finish). */
+__global__ void nbwdg__bn_finish_kernel(const __grid_constant__ nbwdg__bn_k p) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
+        const float sum_dyx = p.totals[c], sum_dy = p.totals[p.C + c];
+        const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
+        p.coef[2 * p.C + c] = (float)((double)sum_dy / (double)p.M);
+        p.coef[3 * p.C + c] = (float)((double)sum_dyx / (double)p.M);
+        p.coef[4 * p.C + c] = __fmul_rn(p.coef[4 * p.C + c], gamma);
+        if (p.dg) {
+            nbwdg__write_param(p.dg, c, p.pdt, sum_dyx, p.accumulate);
+            nbwdg__write_param(p.db, c, p.pdt, sum_dy, p.accumulate);
+        }
+    }
+}
+
+/* dx = (dy - (mean_g + xhat * mean_gx)) * scale, one chunk per thread. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_apply(const __grid_constant__ nbwdg__bn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    const int64_t C = p.C, chunks = (p.inner + V - 1) / V, total = p.rows * chunks;
+    const float *xmv = p.coef, *xsv = p.coef + C, *mgv = p.coef + 2 * C, *mgxv = p.coef + 3 * C, *scv = p.coef + 4 * C;
+    for (int64_t item = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; item < total;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = item / chunks, cc = item - row * chunks, e0 = cc * V;
+        const int cnt = p.inner - e0 < V ? (int)(p.inner - e0) : V;
+        int64_t off[NBWD__MAX_T];
+        nbwdg__offsets(p.o, row, off);
+        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
+        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+        nbwdg__vec<DT> o;
+        const int64_t cr = p.nxc ? 0 : row % C; /* NCX: the plane's channel */
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            const int64_t ch = p.nxc ? (v < cnt ? e0 + v : 0) : cr;
+            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xmv[ch]), xsv[ch]);
+            const float t = __fmaf_rn(xh, mgxv[ch], mgv[ch]);
+            o.e[v] = TY::out(__fmul_rn(__fsub_rn(TY::in(cy.e[v]), t), scv[ch]));
+        }
+        nbwdg__stv<DT>((typename TY::S *)p.dx + off[2], e0, cnt, p.vec, o);
+    }
+}
+
+/* ------------------------------------------------------------- host */
+static nbwd_status nbwdg__cuda_fail(const char *what, cudaError_t e) {
+    nbwdg__set_error(what, cudaGetErrorName(e), cudaGetErrorString(e));
+    return NBWD_ERR_DEVICE;
+}
+
+static int nbwdg__device_seen; /* a device was found once (benign race: same value) */
+
+static nbwd_status nbwdg__device_ok(void) {
+    int count = 0;
+    cudaError_t e;
+    if (nbwdg__device_seen) return NBWD_OK;
+    e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        nbwdg__set_error("cudaGetDeviceCount", cudaGetErrorName(e), cudaGetErrorString(e));
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return NBWD_ERR_UNSUPPORTED;
+    }
+    if (count <= 0) {
+        nbwdg__set_error("cudaGetDeviceCount", "cudaErrorNoDevice", "no CUDA device found");
+        return NBWD_ERR_UNSUPPORTED;
+    }
+    nbwdg__device_seen = 1;
+    return NBWD_OK;
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count) {
+    cudaError_t e;
+    if (!count) return NBWD_ERR_NULL_POINTER;
+    *count = 0;
+    e = cudaGetDeviceCount(count);
+    if (e != cudaSuccess) {
+        *count = 0;
+        nbwdg__set_error("cudaGetDeviceCount", cudaGetErrorName(e), cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return NBWD_ERR_UNSUPPORTED;
+    }
+    if (*count <= 0) {
+        nbwdg__set_error("cudaGetDeviceCount", "cudaErrorNoDevice", "no CUDA device found");
+        return NBWD_ERR_UNSUPPORTED;
+    }
+    return NBWD_OK;
+}
+
+/* 16-byte vector access possible for tensor t: aligned base, every outer
+   stride a multiple of 16 bytes (the inner length is checked by the caller). */
+static int nbwdg__aligned(const void *ptr, const nbwd__outer *o, int t, int64_t esz) {
+    int d;
+    if (!ptr) return 1;
+    if ((uintptr_t)ptr % 16) return 0;
+    for (d = 0; d < o->nd; ++d)
+        if ((o->st[t][d] * esz) % 16) return 0;
+    return 1;
+}
+
+static char *nbwdg__ws_base(void *workspace) {
+    return (char *)workspace + (NBWDG__ALIGN - (uintptr_t)workspace % NBWDG__ALIGN) % NBWDG__ALIGN;
+}
+
+/* Launch the LayerNorm kernel instance for (DT, K, A); blocks with more
+   than 48 KiB of shared memory opt in first. */
+template <int DT, int K, int A>
+static cudaError_t nbwdg__ln_go(const nbwdg__ln_k &k, int block, unsigned grid, size_t smem, cudaStream_t st) {
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(nbwdg__ln_kernel<DT, K, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess) return e;
+    }
+    nbwdg__ln_kernel<DT, K, A><<<grid, block, smem, st>>>(k);
+    return cudaGetLastError();
+}
+
+template <int DT>
+static cudaError_t nbwdg__ln_launch(const nbwdg__ln_k &k, const nbwdg__ln_cfg &c, unsigned grid, size_t smem,
+                                    cudaStream_t st) {
+    if (c.NG > 1) {
+        switch (c.K) {
+        case 1: return nbwdg__ln_go<DT, 1, 0>(k, c.block, grid, smem, st);
+        case 2: return nbwdg__ln_go<DT, 2, 0>(k, c.block, grid, smem, st);
+        default: return nbwdg__ln_go<DT, 4, 0>(k, c.block, grid, smem, st);
+        }
+    }
+    switch (c.K) {
+    case 0: return nbwdg__ln_go<DT, 0, 1>(k, c.block, grid, smem, st);
+    case 1: return nbwdg__ln_go<DT, 1, 1>(k, c.block, grid, smem, st);
+    case 2: return nbwdg__ln_go<DT, 2, 1>(k, c.block, grid, smem, st);
+    default: return nbwdg__ln_go<DT, 4, 1>(k, c.block, grid, smem, st);
+    }
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
+                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__ln_plan p;
+    nbwdg__ln_cfg c;
+    nbwd_status s;
+    cudaError_t e;
+    cudaStream_t st = (cudaStream_t)stream;
+    int want_dx, want_dg, want_db;
+    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
+    /* Everything is validated: from here on outputs are written. */
+    want_dx = args->diff_src != NULL;
+    want_dg = args->diff_gamma != NULL;
+    want_db = args->diff_beta != NULL;
+    if (p.rows == 0 && !p.accumulate && p.n > 0) { /* no rows: the sums are empty */
+        const int64_t pb = p.n * (p.pdt == NBWD_F32 ? 4 : 2);
+        if (want_dg && (e = cudaMemsetAsync(args->diff_gamma, 0, (size_t)pb, st)) != cudaSuccess)
+            return nbwdg__cuda_fail("cudaMemsetAsync", e);
+        if (want_db && (e = cudaMemsetAsync(args->diff_beta, 0, (size_t)pb, st)) != cudaSuccess)
+            return nbwdg__cuda_fail("cudaMemsetAsync", e);
+    }
+    if (p.rows > 0 && p.n > 0 && (want_dx || want_dg || want_db)) {
+        nbwdg__ln_k k;
+        const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
+        char *ws = c.ws_bytes ? nbwdg__ws_base(workspace) : NULL;
+        size_t smem;
+        memset(&k, 0, sizeof k);
+        nbwd__outer_init(&k.o, p.axis, desc->dims, NBWD__MAX_T, p.st);
+        k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
+        k.dy = args->diff_dst;
+        k.dx = args->diff_src;
+        k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean;
+        k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
+                   : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
+                                                      : args->std;
+        k.gamma = p.affine && want_dx ? args->gamma : NULL;
+        k.part = want_dg || want_db ? (float *)ws : NULL;
+        k.rows = p.rows; k.n = p.n; k.R = c.R; k.nblocks = c.nblocks;
+        k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.eps = p.eps;
+        k.want_dx = want_dx; k.want_pg = want_dg || want_db; k.G = c.G;
+        k.vec = p.n % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__TX, esz) &&
+                nbwdg__aligned(k.dy, &k.o, NBWD__TDY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__TDX, esz);
+        k.gvec = k.gamma && p.n % c.V == 0 && (uintptr_t)k.gamma % 16 == 0;
+        if (c.NG > 1) {
+            smem = (size_t)c.NG * (size_t)p.n * 4;
+        } else {
+            int dev = 0, optin = 48 * 1024;
+            smem = 64 * 4;
+            if (k.want_pg) {
+                if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+                    (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
+                    return nbwdg__cuda_fail("cudaDeviceGetAttribute", e);
+                if ((size_t)p.n <= ((size_t)optin - smem) / 8) { /* both partial rows fit */
+                    k.acc_smem = 1;
+                    smem += (size_t)p.n * 8;
+                }
+            }
+        }
+        if (p.dt == NBWD_F32) e = nbwdg__ln_launch<NBWD_F32>(k, c, nbwdg__grid(c.nblocks), smem, st);
+        else if (p.dt == NBWD_F16) e = nbwdg__ln_launch<NBWD_F16>(k, c, nbwdg__grid(c.nblocks), smem, st);
+        else e = nbwdg__ln_launch<NBWD_BF16>(k, c, nbwdg__grid(c.nblocks), smem, st);
+        if (e != cudaSuccess) return nbwdg__cuda_fail("norm_bwd LayerNorm kernel launch", e);
+        if (want_dg || want_db) {
+            nbwdg__comb_k q;
+            memset(&q, 0, sizeof q);
+            q.part = k.part; q.nb = c.nblocks; q.width = 2 * p.n; q.n = p.n;
+            q.dg = args->diff_gamma; q.db = args->diff_beta;
+            q.mode = 1; q.pdt = p.pdt; q.accumulate = p.accumulate;
+            nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
+        }
+    }
+    return NBWD_OK;
+}
+
+template <int DT>
+static void nbwdg__bn_launch_reduce(const nbwdg__bn_k &k, cudaStream_t st) {
+    if (k.nxc) {
+        const int64_t tiles = nbwdg__cdiv(nbwdg__cdiv(k.C, nbwdg__ty<DT>::V), k.TX);
+        nbwdg__bn_nxc_reduce<DT><<<nbwdg__grid(k.nb * tiles), NBWDG__BN_THREADS, 0, st>>>(k);
+    } else {
+        nbwdg__bn_ncx_reduce<DT><<<nbwdg__grid(k.C * k.nb), NBWDG__BN_THREADS, 0, st>>>(k);
+    }
+}
+template <int DT>
+static void nbwdg__bn_launch_apply(const nbwdg__bn_k &k, cudaStream_t st) {
+    const int64_t items = k.rows * nbwdg__cdiv(k.inner, nbwdg__ty<DT>::V);
+    nbwdg__bn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
+                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    cudaError_t e;
+    cudaStream_t st = (cudaStream_t)stream;
+    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
+    /* Everything is validated: from here on outputs are written. */
+    if (p.M == 0 && args->diff_gamma && !p.accumulate && p.C > 0) { /* empty batch: empty sums */
+        const size_t pb = (size_t)p.C * (p.pdt == NBWD_F32 ? 4 : 2);
+        if ((e = cudaMemsetAsync(args->diff_gamma, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
+        if ((e = cudaMemsetAsync(args->diff_beta, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
+    }
+    if (p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma)) {
+        nbwdg__bn_k k;
+        const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
+        char *ws = nbwdg__ws_base(workspace);
+        const unsigned cgrid = nbwdg__grid(nbwdg__cdiv(p.C, 256));
+        memset(&k, 0, sizeof k);
+        nbwd__outer_init(&k.o, p.nxc ? p.rank - 1 : 2, desc->dims, 3, p.st);
+        k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
+        k.dy = args->diff_dst;
+        k.dx = args->diff_src;
+        k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean;
+        k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
+                   : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
+                                                      : args->std;
+        k.gamma = args->diff_gamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
+        k.dg = args->diff_gamma; k.db = args->diff_beta;
+        k.coef = (float *)(ws + c.off_coef - NBWDG__ALIGN);
+        k.totals = (float *)(ws + c.off_tot - NBWDG__ALIGN);
+        k.part = (float *)(ws + c.off_part - NBWDG__ALIGN);
+        k.C = p.C; k.M = p.M; k.N = p.N; k.rows = c.rows; k.inner = c.inner;
+        k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = p.nxc;
+        k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
+        k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) && nbwdg__aligned(k.dy, &k.o, 1, esz) &&
+                nbwdg__aligned(k.dx, &k.o, 2, esz);
+
+        nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
+        if (p.dt == NBWD_F32) nbwdg__bn_launch_reduce<NBWD_F32>(k, st);
+        else if (p.dt == NBWD_F16) nbwdg__bn_launch_reduce<NBWD_F16>(k, st);
+        else nbwdg__bn_launch_reduce<NBWD_BF16>(k, st);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
+        {
+            nbwdg__comb_k q;
+            memset(&q, 0, sizeof q);
+            q.part = k.part; q.nb = c.nb; q.width = 2 * p.C; q.n = p.C; q.totals = k.totals; q.mode = 0;
+            nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
+        }
+        nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
+        if (args->diff_src) {
+            if (p.dt == NBWD_F32) nbwdg__bn_launch_apply<NBWD_F32>(k, st);
+            else if (p.dt == NBWD_F16) nbwdg__bn_launch_apply<NBWD_F16>(k, st);
+            else nbwdg__bn_launch_apply<NBWD_BF16>(k, st);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
+        }
+    }
+    return NBWD_OK;
+}
+
+#endif /* __CUDACC__ */
+#endif /* NORM_BWD_GPU_IMPLEMENTATION */

@@ -1,0 +1,229 @@
+/* Host-side checks of the GPU API shared by test_gpu_host.c (C, the stub)
+   and test_gpu.cu (nvcc): every invalid input gives the CPU path's status
+   (the GPU path validates with norm_bwd.h's own functions), valid inputs
+   give ok_status (NBWD_OK on a GPU, NBWD_ERR_UNSUPPORTED for the stub or
+   without a device), plus the GPU-specific workspace rules.
+   Tensors are placed at the same offsets in a host arena (CPU call) and in
+   `gpu_arena` (host memory for the stub, device memory on a GPU), so the
+   address relations (aliasing) are the same for both calls. The includer
+   provides nbwdt_check(int ok, const char *what) and, on a GPU,
+   nbwdt_sync() (called after each GPU call that returned NBWD_OK). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#define NBWDT_ARENA (1 << 20)
+#define NBWDT_GPU_WS_OFF (512 * 1024) /* GPU workspace inside the arena */
+
+/* LayerNorm [4, 8] f32: x 0, dy 4096, dx 8192, mean 12288, var 12800,
+   gamma 13312, beta 13824, dgamma 14336, dbeta 14848. */
+static void nbwdt_ln_base(nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a, char *b) {
+    int64_t dims[2] = {4, 8};
+    nbwd_layer_norm_bwd_desc_init(d, 2, dims);
+    memset(a, 0, sizeof *a);
+    a->src = b; a->diff_dst = b + 4096; a->diff_src = b + 8192; a->mean = b + 12288; a->variance = b + 12800;
+    a->gamma = b + 13312; a->beta = b + 13824; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
+}
+
+/* Case i: modifies the base problem. Returns 0 past the last case; bit 1:
+   pass desc NULL, bit 2: pass args NULL. *name gets a description. */
+static int nbwdt_ln_case(int i, nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a, char *b, const char **name) {
+    static const int64_t bad_inner[2] = {16, 2}, padded[2] = {12, 1}, overlap_dx[2] = {4, 1}, neg[2] = {-8, 1};
+    switch (i) {
+    case 0: *name = "valid (MEAN_VARIANCE, every output)"; return 1;
+    case 1: *name = "desc NULL"; return 3;
+    case 2: *name = "args NULL"; return 5;
+    case 3: *name = "rank 0"; d->rank = 0; return 1;
+    case 4: *name = "rank 9"; d->rank = 9; return 1;
+    case 5: *name = "axis 2"; d->begin_norm_axis = 2; return 1;
+    case 6: *name = "axis -3"; d->begin_norm_axis = -3; return 1;
+    case 7: *name = "negative dim"; d->dims[0] = -1; return 1;
+    case 8: *name = "f32 data with bf16 stats"; d->stats_dtype = NBWD_BF16; return 1;
+    case 9: *name = "bf16 data with f16 params"; d->data_dtype = NBWD_BF16; d->param_dtype = NBWD_F16; return 1;
+    case 10: *name = "dtype 7"; d->data_dtype = (nbwd_dtype)7; return 1;
+    case 11: *name = "epsilon 0"; d->epsilon = 0.0f; return 1;
+    case 12: *name = "epsilon NaN"; d->epsilon = (float)NAN; return 1;
+    case 13: *name = "unknown flag"; d->flags = 2; return 1;
+    case 14: *name = "stats form 3"; d->stats_form = (nbwd_stats_form)3; return 1;
+    case 15: *name = "num_threads -1"; d->num_threads = -1; return 1;
+    case 16: *name = "isa 99"; d->isa = (nbwd_isa)99; return 1;
+    case 17: *name = "inner stride 2 (not dense)"; d->src_strides = bad_inner; return 1;
+    case 18: *name = "padded outer stride (valid)"; d->diff_dst_strides = padded; a->diff_dst = b + 20000; return 1;
+    case 19: *name = "diff_src overlapping itself"; d->diff_src_strides = overlap_dx; return 1;
+    case 20: *name = "negative outer stride (valid)"; d->src_strides = neg; a->src = b + 3 * 32; return 1;
+    case 21: *name = "diff_src overlaps diff_dst partly"; a->diff_src = b + 4096 + 4; return 1;
+    case 22: *name = "in place diff_src == diff_dst (valid)"; a->diff_src = b + 4096; return 1;
+    case 23: *name = "in place diff_src == src (valid)"; a->diff_src = b; return 1;
+    case 24: *name = "diff_gamma overlaps gamma"; a->diff_gamma = b + 13312; return 1;
+    case 25: *name = "diff_gamma == diff_beta"; a->diff_beta = b + 14336; return 1;
+    case 26: *name = "diff_gamma without affine"; d->use_affine = 0; return 1;
+    case 27: *name = "no affine, diff_src only (valid)"; d->use_affine = 0; a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 28: *name = "diff_dst NULL"; a->diff_dst = NULL; return 1;
+    case 29: *name = "src NULL"; a->src = NULL; return 1;
+    case 30: *name = "mean NULL"; a->mean = NULL; return 1;
+    case 31: *name = "variance NULL"; a->variance = NULL; return 1;
+    case 32: *name = "gamma NULL with diff_src"; a->gamma = NULL; return 1;
+    case 33: *name = "gamma NULL without diff_src (valid)"; a->gamma = NULL; a->diff_src = NULL; return 1;
+    case 34: *name = "xhat given in MEAN_VARIANCE form"; a->xhat = b + 30000; return 1;
+    case 35: *name = "rstd given in MEAN_VARIANCE form"; a->rstd = b + 30000; return 1;
+    case 36: *name = "MEAN_RSTD form (valid)"; d->stats_form = NBWD_STATS_MEAN_RSTD; a->rstd = a->variance; a->variance = NULL; return 1;
+    case 37: *name = "XHAT_STD form (valid)"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = a->src; a->src = NULL;
+        a->std = a->variance; a->variance = NULL; a->mean = NULL; return 1;
+    case 38: *name = "XHAT_STD form with mean given"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = a->src; a->src = NULL;
+        a->std = a->variance; a->variance = NULL; return 1;
+    case 39: *name = "bf16 data, bf16 stats, f32 params (valid)"; d->data_dtype = d->stats_dtype = NBWD_BF16; return 1;
+    case 40: *name = "f16 data, stats and params (valid)"; d->data_dtype = d->stats_dtype = d->param_dtype = NBWD_F16; return 1;
+    case 41: *name = "no outputs (valid)"; a->diff_src = a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 42: *name = "zero rows (valid)"; d->dims[0] = 0; return 1;
+    case 43: *name = "zero rows, NULL inputs (valid)"; d->dims[0] = 0; a->src = a->diff_dst = a->mean = a->variance = NULL;
+        a->diff_src = NULL; return 1;
+    case 44: *name = "accumulate (valid)"; d->flags = NBWD_ACCUMULATE_PARAM_GRADS; return 1;
+    case 45: *name = "dim overflow"; d->dims[0] = (int64_t)1 << 40; d->dims[1] = (int64_t)1 << 40; return 1;
+    case 46: *name = "rank 3, axis 1 (valid)"; d->rank = 3; d->dims[1] = 2; d->dims[2] = 4; d->begin_norm_axis = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* BatchNorm NXC [2, 3, 4] f32: x 0, dy 4096, dx 8192, mean 12288, var 12800,
+   gamma 13312, dgamma 14336, dbeta 14848. */
+static void nbwdt_bn_base(nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, char *b) {
+    int64_t dims[3] = {2, 3, 4};
+    nbwd_batch_norm_bwd_desc_init(d, 3, dims, NBWD_NXC, 1e-5f);
+    memset(a, 0, sizeof *a);
+    a->src = b; a->diff_dst = b + 4096; a->diff_src = b + 8192; a->mean = b + 12288; a->variance = b + 12800;
+    a->gamma = b + 13312; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
+}
+
+static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, char *b, const char **name) {
+    static const int64_t bad_inner[3] = {12, 4, 2}, padded[3] = {16, 4, 1}, ncx_bad[3] = {12, 4, 2};
+    switch (i) {
+    case 0: *name = "valid NXC"; return 1;
+    case 1: *name = "desc NULL"; return 3;
+    case 2: *name = "args NULL"; return 5;
+    case 3: *name = "rank 1"; d->rank = 1; return 1;
+    case 4: *name = "layout 5"; d->layout = (nbwd_layout)5; return 1;
+    case 5: *name = "epsilon 0"; d->epsilon = 0.0f; return 1;
+    case 6: *name = "epsilon 0 in MEAN_RSTD form (valid)"; d->epsilon = 0.0f; d->stats_form = NBWD_STATS_MEAN_RSTD;
+        a->rstd = a->variance; a->variance = NULL; return 1;
+    case 7: *name = "diff_gamma without diff_beta"; a->diff_beta = NULL; return 1;
+    case 8: *name = "no param grads, gamma ignored (valid)"; a->diff_gamma = a->diff_beta = NULL; a->gamma = NULL; return 1;
+    case 9: *name = "gamma NULL with param grads (valid)"; a->gamma = NULL; return 1;
+    case 10: *name = "channel stride 2"; d->src_strides = bad_inner; return 1;
+    case 11: *name = "padded strides (valid)"; d->diff_dst_strides = padded; a->diff_dst = b + 20000; return 1;
+    case 12: *name = "NCX with plane stride 2"; d->layout = NBWD_NCX; d->src_strides = ncx_bad; return 1;
+    case 13: *name = "NCX (valid)"; d->layout = NBWD_NCX; return 1;
+    case 14: *name = "diff_src overlaps src partly"; a->diff_src = b + 8; return 1;
+    case 15: *name = "in place diff_src == diff_dst (valid)"; a->diff_src = b + 4096; return 1;
+    case 16: *name = "dbeta overlaps mean"; a->diff_beta = b + 12288; return 1;
+    case 17: *name = "f16 data, bf16 stats"; d->data_dtype = NBWD_F16; d->stats_dtype = NBWD_BF16; return 1;
+    case 18: *name = "bf16 everything (valid)"; d->data_dtype = d->stats_dtype = d->param_dtype = NBWD_BF16; return 1;
+    case 19: *name = "diff_dst NULL"; a->diff_dst = NULL; return 1;
+    case 20: *name = "empty batch (valid)"; d->dims[0] = 0; return 1;
+    case 21: *name = "XHAT_STD with src given"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = b + 30000; return 1;
+    case 22: *name = "rank 2 NCX (valid)"; d->rank = 2; d->layout = NBWD_NCX; return 1;
+    case 23: *name = "diff_src NULL, param grads only (valid)"; a->diff_src = NULL; return 1;
+    default: return 0;
+    }
+}
+
+#ifndef NBWDT_SYNC
+#define NBWDT_SYNC() ((void)0)
+#endif
+
+/* Runs both tables. cpu_arena: host; gpu_arena: where the GPU call's
+   tensors live. ok_status: what a valid GPU call returns here. */
+static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_status) {
+    char what[256];
+    void *cpu_ws = malloc(1 << 20);
+    const char *name;
+    int i, f;
+    for (i = 0;; ++i) {
+        nbwd_layer_norm_bwd_desc d1, d2;
+        nbwd_layer_norm_bwd_args a1, a2;
+        nbwd_status sc, sg;
+        size_t need = 0;
+        nbwdt_ln_base(&d1, &a1, cpu_arena);
+        nbwdt_ln_base(&d2, &a2, gpu_arena);
+        if (!(f = nbwdt_ln_case(i, &d1, &a1, cpu_arena, &name))) break;
+        nbwdt_ln_case(i, &d2, &a2, gpu_arena, &name);
+        sc = nbwd_layer_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        if (nbwd_gpu_layer_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sg = nbwd_gpu_layer_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF,
+                                     need, NULL);
+        if (sg == NBWD_OK) NBWDT_SYNC();
+        snprintf(what, sizeof what, "LayerNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
+                 (int)(sc != NBWD_OK ? sc : ok_status));
+        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+    }
+    for (i = 0;; ++i) {
+        nbwd_batch_norm_bwd_desc d1, d2;
+        nbwd_batch_norm_bwd_args a1, a2;
+        nbwd_status sc, sg;
+        size_t need = 0;
+        nbwdt_bn_base(&d1, &a1, cpu_arena);
+        nbwdt_bn_base(&d2, &a2, gpu_arena);
+        if (!(f = nbwdt_bn_case(i, &d1, &a1, cpu_arena, &name))) break;
+        nbwdt_bn_case(i, &d2, &a2, gpu_arena, &name);
+        sc = nbwd_batch_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        if (nbwd_gpu_batch_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sg = nbwd_gpu_batch_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF, need,
+                                     NULL);
+        if (sg == NBWD_OK) NBWDT_SYNC();
+        snprintf(what, sizeof what, "BatchNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
+                 (int)(sc != NBWD_OK ? sc : ok_status));
+        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+    }
+    { /* GPU workspace rules */
+        nbwd_layer_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_args a;
+        nbwd_batch_norm_bwd_desc bd;
+        nbwd_batch_norm_bwd_args ba;
+        size_t need = 0, need2 = 1;
+        nbwdt_ln_base(&d, &a, gpu_arena);
+        nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need) == NBWD_OK && need > 0,
+                    "LayerNorm workspace query: nonzero with affine");
+        nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, NULL) == NBWD_ERR_NULL_POINTER,
+                    "LayerNorm workspace query: NULL bytes");
+        nbwdt_check(nbwd_gpu_layer_norm_bwd(&d, &a, NULL, 0, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                    "LayerNorm: NULL workspace with nonzero need");
+        nbwdt_check(nbwd_gpu_layer_norm_bwd(&d, &a, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
+                        NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                    "LayerNorm: workspace one byte short");
+        d.use_affine = 0;
+        a.diff_gamma = a.diff_beta = NULL;
+        nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_OK && need2 == 0,
+                    "LayerNorm workspace query: 0 without affine");
+        {
+            nbwd_status s = nbwd_gpu_layer_norm_bwd(&d, &a, NULL, 0, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status, "LayerNorm: NULL workspace when none is needed");
+        }
+        d.rank = 0;
+        nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_ERR_BAD_PARAM,
+                    "LayerNorm workspace query: bad desc");
+        nbwdt_bn_base(&bd, &ba, gpu_arena);
+        nbwdt_check(nbwd_gpu_batch_norm_bwd_workspace_size(&bd, &need) == NBWD_OK && need > 0,
+                    "BatchNorm workspace query: nonzero");
+        nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, NULL, 0, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                    "BatchNorm: NULL workspace");
+        nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
+                        NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                    "BatchNorm: workspace one byte short");
+        bd.epsilon = -1.0f;
+        nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM,
+                    "BatchNorm: bad epsilon is reported before the workspace");
+    }
+    {
+        int count = 123;
+        nbwd_status s = nbwd_gpu_device_count(&count);
+        nbwdt_check(nbwd_gpu_device_count(NULL) == NBWD_ERR_NULL_POINTER, "device_count(NULL)");
+        if (ok_status == NBWD_OK) {
+            nbwdt_check(s == NBWD_OK && count > 0, "device_count finds the GPU");
+        } else {
+            nbwdt_check(s == NBWD_ERR_UNSUPPORTED && count == 0, "device_count: unsupported, count 0");
+            nbwdt_check(nbwd_gpu_last_error()[0] != '\0', "last_error has a message");
+        }
+    }
+    free(cpu_ws);
+}

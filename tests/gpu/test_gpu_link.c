@@ -1,0 +1,32 @@
+/* A C program with the CPU implementation (SIMD paths included) linked with
+   the separately compiled GPU implementation (gpu_impl.cu, which carries a
+   private static copy of norm_bwd.h): no duplicate symbols, and both paths
+   callable. Runs without a GPU (then the GPU calls report unsupported). */
+#define NORM_BWD_IMPLEMENTATION
+#include "../../norm_bwd.h"
+#include "../../norm_bwd_gpu.h"
+#include <stdio.h>
+
+static int passed, failed;
+static void check(int ok, const char *what) {
+    if (ok) passed++;
+    else { failed++; printf("FAIL: %s\n", what); }
+}
+
+int main(void) {
+    nbwd_layer_norm_bwd_desc d;
+    int64_t dims[2] = {2, 4};
+    size_t need = 0;
+    int count = -1;
+    nbwd_status s = nbwd_gpu_device_count(&count);
+    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    check(s == NBWD_OK ? count > 0 : (s == NBWD_ERR_UNSUPPORTED && count == 0), "device_count");
+    if (s != NBWD_OK) printf("no GPU: %s\n", nbwd_gpu_last_error());
+    check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need) == NBWD_OK && need > 0, "GPU workspace query");
+    check(nbwd_layer_norm_bwd_workspace_size(&d, &need) == NBWD_OK, "CPU workspace query");
+    check(nbwd_gpu_layer_norm_bwd(&d, NULL, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER, "GPU validation");
+    d.rank = 0;
+    check(nbwd_gpu_layer_norm_bwd(&d, NULL, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM, "GPU validation order");
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
