@@ -40,7 +40,10 @@ int bench_dnnl_available(char *buf, size_t len) {
 }
 
 static void set_why(char *why, size_t len, const char *what, dnnl_status_t s) {
-    if (why && len) snprintf(why, len, "%s failed (dnnl status %d)", what, (int)s);
+    if (why && len) {
+        if (s == dnnl_unimplemented) snprintf(why, len, "unimplemented here (%s)", what);
+        else snprintf(why, len, "%s failed (dnnl status %d)", what, (int)s);
+    }
 }
 
 static bench_dnnl *common_init(char *why, size_t whylen) {
@@ -123,7 +126,7 @@ bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, floa
         break;
     }
     if (!h->bwd_pd) {
-        set_why(why, whylen, "layer normalization backward primitive_desc_create", s);
+        set_why(why, whylen, "LN bwd pd", s);
         bench_dnnl_destroy(h);
         return NULL;
     }
@@ -174,7 +177,7 @@ bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int
         break;
     }
     if (!h->bwd_pd) {
-        set_why(why, whylen, "batch normalization backward primitive_desc_create", s);
+        set_why(why, whylen, "BN bwd pd", s);
         bench_dnnl_destroy(h);
         return NULL;
     }
