@@ -1207,12 +1207,29 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &c)) {
-            batch.x_off[i] = c.off[NBWD__TX];
-            batch.dy_off[i] = c.off[NBWD__TDY];
-            batch.dx_off[i] = c.off[NBWD__TDX];
-            nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
-                        &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
+        if (r->outer.nd == 1 && p->sdt == NBWD_F32 && p->form != NBWD_STATS_XHAT_STD) {
+            /* the common case: one (merged) outer dim, f32 statistics */
+            const int64_t(*st)[NBWD_MAX_RANK] = (const int64_t(*)[NBWD_MAX_RANK])r->outer.st;
+            const float *mean = (const float *)r->mean, *spread = (const float *)r->spread;
+            int rstd_form = p->form == NBWD_STATS_MEAN_RSTD;
+            double eps = p->eps;
+            for (i = 0; i < batch.count; ++i) {
+                int64_t q = row + i;
+                float m = mean[q * st[NBWD__TMEAN][0]], v = spread[q * st[NBWD__TVAR][0]];
+                batch.x_off[i] = q * st[NBWD__TX][0];
+                batch.dy_off[i] = q * st[NBWD__TDY][0];
+                batch.dx_off[i] = q * st[NBWD__TDX][0];
+                batch.xm[i] = m;
+                batch.xs[i] = batch.rstd[i] = rstd_form ? v : (float)(1.0 / sqrt((double)v + eps));
+            }
+        } else {
+            for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &c)) {
+                batch.x_off[i] = c.off[NBWD__TX];
+                batch.dy_off[i] = c.off[NBWD__TDY];
+                batch.dx_off[i] = c.off[NBWD__TDX];
+                nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
+                            &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
+            }
         }
         r->k->ln_rows(&batch);
         row += batch.count;
@@ -1496,10 +1513,18 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     nbwd__cursor_seek(&r->outer, &cur, row);
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
-            batch.x_off[i] = cur.off[0];
-            batch.dy_off[i] = cur.off[1];
-            batch.dx_off[i] = cur.off[2];
+        if (r->outer.nd == 1) { /* one (merged) outer dim */
+            for (i = 0; i < batch.count; ++i) {
+                batch.x_off[i] = (row + i) * r->outer.st[0][0];
+                batch.dy_off[i] = (row + i) * r->outer.st[1][0];
+                batch.dx_off[i] = (row + i) * r->outer.st[2][0];
+            }
+        } else {
+            for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
+                batch.x_off[i] = cur.off[0];
+                batch.dy_off[i] = cur.off[1];
+                batch.dx_off[i] = cur.off[2];
+            }
         }
         r->k->bn_rows(&batch);
         row += batch.count;
