@@ -15,6 +15,9 @@ WARN     = -Wall -Wextra -pedantic -Werror
 HEADERS  = norm_bwd.h norm_bwd_simd.h
 TEST_SRC = tests/impl.c tests/main.c tests/reference.c $(sort $(wildcard tests/test_*.c))
 TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) $(HEADERS)
+# Tensors from 16 KiB up take the non-temporal-store path in the tests (the
+# library's default threshold is 8 MiB), so both store paths are checked.
+TEST_DEFS = -DNORM_BWD_STREAM_BYTES=16384
 NEED     = tools/need.sh
 AARCH64_CC = aarch64-linux-gnu-gcc
 
@@ -28,20 +31,20 @@ deps:
 # The test binary, native paths (scalar, sse, avx2 here; avx512 where the CPU has it).
 $(BUILD)/nbwd_tests: $(TEST_DEP) | deps
 	@mkdir -p $(BUILD)
-	$(CC) -std=c99 $(OPT) $(WARN) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+	$(CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
 
 # The same tests with the avx2, avx512 and neon layers emulated by SIMDe.
 $(BUILD)/nbwd_tests_emu: $(TEST_DEP) | deps
 	@mkdir -p $(BUILD)
-	$(CC) -std=c99 $(OPT) $(WARN) -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE -Itests -I. $(TEST_SRC) -o $@ -lm
+	$(CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE -Itests -I. $(TEST_SRC) -o $@ -lm
 
 # AArch64 builds (native NEON), run under qemu-aarch64.
 $(BUILD)/nbwd_tests_a64: $(TEST_DEP)
 	@mkdir -p $(BUILD)
-	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) -Itests -I. $(TEST_SRC) -o $@ -lm
+	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -Itests -I. $(TEST_SRC) -o $@ -lm
 $(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
 	@mkdir -p $(BUILD)
-	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
 
 test: deps
 	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)' && \

@@ -412,6 +412,11 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
 #define NBWD__WS_ALIGN 64
+/* diff_src at least this large is written with non-temporal stores (it would
+   only evict x and dy from the caches). */
+#ifndef NORM_BWD_STREAM_BYTES
+#define NORM_BWD_STREAM_BYTES (8 << 20)
+#endif
 
 /* ---------------------------------------------------------------- status */
 NBWD_API const char *nbwd_status_string(nbwd_status status) {
@@ -526,7 +531,8 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
    row_reduce: sums[0] = sum g, sums[1] = sum g*xhat with g = dy*gamma
                (gamma NULL: 1); col_dg[i] += dy*xhat, col_db[i] += dy.
                Any of sums, col_dg, col_db may be NULL.
-   row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)).
+   row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)); stream: with
+               non-temporal stores where the ISA has them.
    ln_rows:    row_reduce then row_apply for a batch of LayerNorm rows.
    bn_rows:    a batch of BatchNorm NXC rows: per-column xm, xs, mean_g,
                mean_gx, scale; column sums, or dx.
@@ -534,7 +540,7 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
 typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                     const float *gamma, float *col_dg, float *col_db, float *sums);
 typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
-                                   const float *gamma, float mean_g, float mean_gx, float scale);
+                                   const float *gamma, float mean_g, float mean_gx, float scale, int stream);
 /* A batch of LayerNorm rows for one call (saves a call per row: rows of a
    few dozen elements are common). Offsets are in elements. */
 #define NBWD__ROW_BATCH 64
@@ -547,6 +553,7 @@ typedef struct nbwd__rows {
     int dt;
     const float *gamma;             /* NULL: 1 */
     float *col_dg, *col_db;         /* column partials, each may be NULL */
+    int stream;                     /* non-temporal dx stores (large tensors) */
     /* BatchNorm NXC: per-column statistics and coefficients */
     const float *cxm, *cxs, *cmg, *cmgx, *cscale;
 } nbwd__rows;
@@ -1073,7 +1080,7 @@ typedef struct nbwd__ln_run {
     char *dx;
     const float *gamma; /* f32, NULL without affine */
     float *partials;    /* [nblocks][2][n]: dy*xhat sums, then dy sums */
-    int want_dx, want_dg, want_db;
+    int want_dx, want_dg, want_db, stream;
 } nbwd__ln_run;
 
 NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int rank, const int64_t *dims) {
@@ -1200,6 +1207,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     batch.n = n;
     batch.dt = p->dt;
     batch.gamma = r->gamma;
+    batch.stream = r->stream;
     batch.col_dg = r->want_dg ? r->partials + b * 2 * n : NULL;
     batch.col_db = r->want_db ? r->partials + b * 2 * n + n : NULL;
     if (batch.col_dg) memset(batch.col_dg, 0, (size_t)n * 4);
@@ -1284,6 +1292,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         }
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
         nbwd__outer_init(&r.outer, p.axis, desc->dims, NBWD__MAX_T, p.st);
+        r.stream = r.want_dx && (double)p.rows * (double)n * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
         threads = nbwd__pick_threads(desc->num_threads, p.rows * n, p.nblocks);
         NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__ln_block(&r, b));
         if (r.want_dg || r.want_db) {
@@ -1323,7 +1332,7 @@ typedef struct nbwd__bn_run {
     float *partials;
     const void *gamma;                         /* NULL: 1 */
     void *dgamma, *dbeta;
-    int want_dx;
+    int want_dx, stream;
 } nbwd__bn_run;
 
 NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int rank, const int64_t *dims,
@@ -1471,7 +1480,7 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c, int64_t n) {
     r->k->row_apply(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
                     r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz,
                     r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
-                    r->mean_g[c], r->mean_gx[c], r->scale[c]);
+                    r->mean_g[c], r->mean_gx[c], r->scale[c], r->stream);
 }
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
@@ -1572,6 +1581,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         r.mean_gx = r.mean_g + C;
         r.scale = r.mean_gx + C;
         r.partials = (float *)(ws + p.ws_partials);
+        r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
         for (c = 0; c < C; ++c)
             nbwd__stats(p.form, p.sdt, p.eps, args->mean, c, spread, c, &r.xm[c], &r.xs[c], &r.scale[c]);
         if (p.nxc) {
@@ -1637,6 +1647,23 @@ NBWD__KFN void NBWD__KN(nbwd__st)(void *p, int64_t i, int dt, NBWD__VF v) {
     else NBWD__VSTORE_BF16((uint16_t *)p + i, v);
 }
 
+/* Non-temporal stores for dx of tensors larger than the caches (a layer
+   that has none stores normally; the bits are the same either way). */
+#if defined(NBWD__VSTREAM_F32)
+#define NBWD__KSTREAM 1
+#else
+#define NBWD__KSTREAM 0
+#define NBWD__VSTREAM_F32(p, v) NBWD__VSTORE_F32(p, v)
+#define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v)
+#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
+#define NBWD__VSFENCE() ((void)0)
+#endif
+NBWD__KFN void NBWD__KN(nbwd__stream)(void *p, int64_t i, int dt, NBWD__VF v) {
+    if (dt == NBWD_F32) NBWD__VSTREAM_F32((float *)p + i, v);
+    else if (dt == NBWD_F16) NBWD__VSTREAM_F16((uint16_t *)p + i, v);
+    else NBWD__VSTREAM_BF16((uint16_t *)p + i, v);
+}
+
 /* One vector of row_reduce at element i. */
 NBWD__KFN void NBWD__KN(nbwd__reduce_step)(const void *x, const void *dy, int64_t i, int dt, NBWD__VF vxm,
                                            NBWD__VF vxs, const float *gamma, float *col_dg, float *col_db,
@@ -1688,32 +1715,51 @@ NBWD__KFN void NBWD__KN(nbwd__row_reduce_body)(const void *x, const void *dy, in
 
 NBWD__KFN void NBWD__KN(nbwd__apply_step)(const void *x, const void *dy, void *dx, int64_t i, int dt, NBWD__VF vxm,
                                           NBWD__VF vxs, const float *gamma, NBWD__VF vmg, NBWD__VF vmgx,
-                                          NBWD__VF vscale) {
+                                          NBWD__VF vscale, int stream) {
     NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
     NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), vxm), vxs);
     NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__VLOAD_F32(gamma + i)) : vdy;
-    NBWD__KN(nbwd__st)(dx, i, dt, NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale));
+    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale);
+    if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
+    else NBWD__KN(nbwd__st)(dx, i, dt, out);
 }
 
+/* Elements [i, i + count), count < VW, through zero-padded copies. */
+NBWD__KFN void NBWD__KN(nbwd__apply_part)(const void *x, const void *dy, void *dx, int64_t i, int64_t count, int dt,
+                                          NBWD__VF vxm, NBWD__VF vxs, const float *gamma, NBWD__VF vmg,
+                                          NBWD__VF vmgx, NBWD__VF vscale) {
+    size_t esz = nbwd__esize(dt);
+    float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], ob[NBWD__VW];
+    memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
+    memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)count * esz);
+    memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)count * esz);
+    if (gamma) memcpy(gb, gamma + i, (size_t)count * 4);
+    NBWD__KN(nbwd__apply_step)(xb, yb, ob, 0, dt, vxm, vxs, gamma ? gb : NULL, vmg, vmgx, vscale, 0);
+    memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)count * esz);
+}
+
+/* stream: non-temporal stores from the first vector-aligned element of dx
+   on (the elements before it go through apply_part). */
 NBWD__KFN void NBWD__KN(nbwd__row_apply_body)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm,
                                               float xs, const float *gamma, float mean_g, float mean_gx,
-                                              float scale) {
+                                              float scale, int stream) {
     NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), vmg = NBWD__VSET1(mean_g);
     NBWD__VF vmgx = NBWD__VSET1(mean_gx), vscale = NBWD__VSET1(scale);
-    int64_t i = 0, rem;
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
-    rem = n - i;
-    if (rem > 0) {
-        size_t esz = nbwd__esize(dt);
-        float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], ob[NBWD__VW];
-        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
-        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
-        if (gamma) memcpy(gb, gamma + i, (size_t)rem * 4);
-        NBWD__KN(nbwd__apply_step)(xb, yb, ob, 0, dt, vxm, vxs, gamma ? gb : NULL, vmg, vmgx, vscale);
-        memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)rem * esz);
+    int64_t i = 0;
+    if (NBWD__KSTREAM && stream) {
+        size_t esz = nbwd__esize(dt), vbytes = NBWD__VW * esz, mis = (size_t)((uintptr_t)dx % vbytes);
+        if (mis % esz == 0) {
+            i = mis ? (int64_t)((vbytes - mis) / esz) : 0;
+            if (i > n) i = n;
+            if (i > 0)
+                NBWD__KN(nbwd__apply_part)(x, dy, dx, 0, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
+            for (; i + NBWD__VW <= n; i += NBWD__VW)
+                NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale, 1);
+        }
     }
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale, 0);
+    if (i < n) NBWD__KN(nbwd__apply_part)(x, dy, dx, i, n - i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
 }
 
 NBWD__KFN void NBWD__KN(nbwd__col_reduce_step)(const void *x, const void *dy, int64_t i, int dt, const float *xm,
@@ -1785,11 +1831,12 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
         if (r->dx) {
             NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, sums);
             NBWD__KN(nbwd__row_apply_body)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, r->xm[i], r->xs[i], gamma,
-                                           sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+                                           sums[0] * inv_n, sums[1] * inv_n, r->rstd[i], r->stream);
         } else {
             NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, NULL);
         }
     }
+    if (r->stream) NBWD__VSFENCE(); /* order the streamed stores before the caller reads dx */
 }
 
 /* A batch of BatchNorm NXC rows (every channel in each row). */
@@ -1829,10 +1876,12 @@ static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
                                                     float xm, float xs, const float *gamma, float mean_g,
-                                                    float mean_gx, float scale) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, gamma, mean_g, mean_gx, scale),
-                    NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, gamma, mean_g, mean_gx, scale),
-                    NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, gamma, mean_g, mean_gx, scale));
+                                                    float mean_gx, float scale, int stream) {
+    NBWD__DT_SWITCH(
+        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, gamma, mean_g, mean_gx, scale, stream),
+        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, gamma, mean_g, mean_gx, scale, stream),
+        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, gamma, mean_g, mean_gx, scale, stream));
+    if (stream) NBWD__VSFENCE();
 }
 
 /* The common cases get loops without per-vector tests: all outputs with
@@ -1857,6 +1906,11 @@ static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
     NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add)};
 
 #undef NBWD__DT_SWITCH
+#undef NBWD__KSTREAM
+#undef NBWD__VSTREAM_F32
+#undef NBWD__VSTREAM_F16
+#undef NBWD__VSTREAM_BF16
+#undef NBWD__VSFENCE
 #undef NBWD__KN
 #undef NBWD__KFN
 #undef NBWD__KSUFFIX

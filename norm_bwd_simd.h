@@ -136,6 +136,10 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
     simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
 #define NBWD__VLOAD_BF16(p) nbwd__sse_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__VSTREAM_F32(p, v) simde_mm_stream_ps(p, v)
+#define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v) /* 8-byte stores: no SSE2 stream */
+#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
+#define NBWD__VSFENCE() simde_mm_sfence()
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
@@ -198,7 +202,7 @@ static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *
     NBWD__M128I h = NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p);
     return NBWD__MM256(castsi256_ps)(NBWD__MM256(slli_epi32)(NBWD__MM256(cvtepu16_epi32)(h), 16));
 }
-static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
+static inline NBWD__TARGET_AVX2 NBWD__M128I nbwd__avx2_pack_bf16(NBWD__M256 v) {
     NBWD__M256I u = NBWD__MM256(castps_si256)(v);
     NBWD__M256I lsb = NBWD__MM256(and_si256)(NBWD__MM256(srli_epi32)(u, 16), NBWD__MM256(set1_epi32)(1));
     NBWD__M256I r = NBWD__MM256(srai_epi32)(
@@ -208,7 +212,10 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
     r = NBWD__MM256(blendv_epi8)(r, q, nan);
     r = NBWD__MM256(packs_epi32)(r, r);         /* per 128-bit lane: r0..3 r0..3 | r4..7 r4..7 */
     r = NBWD__MM256(permute4x64_epi64)(r, 0x08); /* qwords 0 and 2 to the low half */
-    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, NBWD__MM256(castsi256_si128)(r));
+    return NBWD__MM256(castsi256_si128)(r);
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
+    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
 }
 
 #define NBWD__KSUFFIX _avx2
@@ -229,6 +236,11 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
 #define NBWD__VSTORE_F16(p, v) nbwd__avx2_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__avx2_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__avx2_store_bf16(p, v)
+#define NBWD__VSTREAM_F32(p, v) NBWD__MM256(stream_ps)(p, v)
+#define NBWD__VSTREAM_F16(p, v) \
+    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
+#define NBWD__VSTREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
+#define NBWD__VSFENCE() NBWD__MM(sfence)()
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
@@ -262,7 +274,7 @@ static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16
 }
 /* Rounding in one zmm with the NaN lanes picked by a k-mask, then the two
    halves packed together with AVX2 instructions. */
-static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD__M512 v) {
+static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512_pack_bf16(NBWD__M512 v) {
     NBWD__M512I u = NBWD__MM512(castps_si512)(v);
     NBWD__M512I lsb = NBWD__MM512(and_si512)(NBWD__MM512(srli_epi32)(u, 16), NBWD__MM512(set1_epi32)(1));
     NBWD__M512I r = NBWD__MM512(add_epi32)(u, NBWD__MM512(add_epi32)(lsb, NBWD__MM512(set1_epi32)(0x7fff)));
@@ -272,8 +284,15 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD
     r = NBWD__MM512(srli_epi32)(r, 16); /* 0..0xffff: the unsigned-saturating pack keeps them */
     lo = NBWD__MM512(castsi512_si256)(r);
     hi = NBWD__MM512(extracti64x4_epi64)(r, 1);
-    lo = NBWD__MM256(permute4x64_epi64)(NBWD__MM256(packus_epi32)(lo, hi), 0xd8);
-    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, lo);
+    return NBWD__MM256(permute4x64_epi64)(NBWD__MM256(packus_epi32)(lo, hi), 0xd8);
+}
+static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD__M512 v) {
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, nbwd__avx512_pack_bf16(v));
+}
+static inline NBWD__TARGET_AVX512 void nbwd__avx512_stream_f16(uint16_t *p, NBWD__M512 v) { /* p 32-byte aligned */
+    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)p,
+                           NBWD__MM256(cvtps_ph)(NBWD__MM512(castps512_ps256)(v), NBWD__ROUND_NEAREST));
+    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p + 8), NBWD__MM256(cvtps_ph)(nbwd__avx512_hi(v), NBWD__ROUND_NEAREST));
 }
 
 #define NBWD__KSUFFIX _avx512
@@ -294,6 +313,14 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD
 #define NBWD__VSTORE_F16(p, v) nbwd__avx512_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__avx512_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__avx512_store_bf16(p, v)
+#if defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no _mm512_stream_ps */
+#define NBWD__VSTREAM_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
+#else
+#define NBWD__VSTREAM_F32(p, v) NBWD__MM512(stream_ps)(p, v)
+#endif
+#define NBWD__VSTREAM_F16(p, v) nbwd__avx512_stream_f16(p, v)
+#define NBWD__VSTREAM_BF16(p, v) NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512_pack_bf16(v))
+#define NBWD__VSFENCE() NBWD__MM(sfence)()
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
