@@ -5,21 +5,27 @@
 # README's example must compile and run exactly as written.
 set -u
 B=${BUILD:-build}/compile-check
-mkdir -p "$B"
+rm -rf "$B"; mkdir -p "$B"
 PASS=0 FAIL=0
 W="-Wall -Wextra -pedantic -Werror"
 
+# Builds run two at a time (the machine has 2 cores); each in its own folder.
+JOBS=0 SEQ=0
 check() { # label command...
     label=$1; shift
-    if "$@" > "$B/last.log" 2>&1; then PASS=$((PASS + 1)); else
-        FAIL=$((FAIL + 1)); echo "FAIL: $label"; echo "  $*"; head -n 30 "$B/last.log"; fi
+    SEQ=$((SEQ + 1))
+    d="$B/job$SEQ"; mkdir -p "$d"
+    ( if JOB="$d" sh -c "$*" > "$d/log" 2>&1; then echo ok > "$d/result"
+      else echo "FAIL: $label" > "$d/result"; echo "  $*" >> "$d/result"; head -n 30 "$d/log" >> "$d/result"; fi ) &
+    JOBS=$((JOBS + 1))
+    if [ $JOBS -ge 2 ]; then wait; JOBS=0; fi
 }
 build_run() { # label compiler std flags...
     label=$1; cc=$2; std=$3; shift 3
     lang=c; case $std in c++*) lang=c++ ;; esac
-    check "$label" sh -c "$cc -x $lang -std=$std $W $* -I. -c tests/compile_two_tu_a.c -o $B/a.o && \
-        $cc -x $lang -std=$std $W $* -I. -c tests/compile_two_tu_b.c -o $B/b.o && \
-        $cc $* $B/a.o $B/b.o -o $B/two_tu -lm && $B/two_tu"
+    check "$label" "$cc -x $lang -std=$std $W $* -I. -c tests/compile_two_tu_a.c -o \$JOB/a.o && \
+        $cc -x $lang -std=$std $W $* -I. -c tests/compile_two_tu_b.c -o \$JOB/b.o && \
+        $cc $* \$JOB/a.o \$JOB/b.o -o \$JOB/two_tu -lm && \$JOB/two_tu"
 }
 
 for cc in gcc clang; do
@@ -34,7 +40,7 @@ for cc in gcc clang; do
     build_run "$cc c99 -march=native" $cc c99 -O2 -march=native -fopenmp
     build_run "$cc c99 -Os" $cc c99 -Os
     build_run "$cc c99 STATIC" $cc c99 -O2 -DNORM_BWD_STATIC
-    check "$cxx compile_cpp.cc" sh -c "$cxx -std=c++11 $W -O2 -I. tests/compile_cpp.cc -o $B/cpp -lm && $B/cpp"
+    check "$cxx compile_cpp.cc" "$cxx -std=c++11 $W -O2 -I. tests/compile_cpp.cc -o \$JOB/cpp -lm && \$JOB/cpp"
 done
 
 # The README example, as a user would: a folder with the two headers.
@@ -43,10 +49,14 @@ rm -rf "$ex"; mkdir -p "$ex"
 cp norm_bwd.h norm_bwd_simd.h "$ex/"
 sed -n '/<!-- example:begin -->/,/<!-- example:end -->/p' README.md | sed '1,2d;$d' | sed '$d' > "$ex/example.c"
 if [ -s "$ex/example.c" ]; then
-    check "README example: cc -O2 example.c -lm" sh -c "cd $ex && cc -O2 example.c -lm && ./a.out"
-    check "README example: cc -O2 -fopenmp example.c -lm" sh -c "cd $ex && cc -O2 -fopenmp example.c -lm && ./a.out"
+    check "README example: cc -O2 example.c -lm" "cd $ex && cc -O2 example.c -lm -o plain && ./plain"
+    check "README example: cc -O2 -fopenmp example.c -lm" "cd $ex && cc -O2 -fopenmp example.c -lm -o omp && ./omp"
 else
     FAIL=$((FAIL + 1)); echo "FAIL: no example between <!-- example:begin --> and <!-- example:end --> in README.md"
 fi
+wait
+for r in "$B"/job*/result; do
+    if [ "$(cat "$r")" = ok ]; then PASS=$((PASS + 1)); else FAIL=$((FAIL + 1)); cat "$r"; fi
+done
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
