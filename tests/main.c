@@ -37,7 +37,7 @@ void t_case(const char *fmt, ...) {
     if (g_verbose) printf("  case: %s\n", g_case);
 }
 
-static void t_print_case_header(void) {
+void t_print_case_header(void) {
     if (!g_case_printed) {
         printf("  FAIL in case: %s\n", g_case);
         g_case_printed = 1;
@@ -75,7 +75,11 @@ double t_now(void) {
 }
 
 /* -------------------------------------------------------------- PRNG */
-void t_rng_seed(t_rng *r, uint64_t seed) { r->s = seed; }
+void t_rng_seed(t_rng *r, uint64_t seed) {
+    r->s = seed;
+    r->spare = 0.0;
+    r->have_spare = 0;
+}
 uint64_t t_rng_u64(t_rng *r) {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -86,15 +90,44 @@ double t_rng_uniform(t_rng *r, double lo, double hi) {
     return lo + (hi - lo) * ((double)(t_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0));
 }
 double t_rng_normal(t_rng *r) {
-    double u1 = t_rng_uniform(r, 0.0, 1.0), u2 = t_rng_uniform(r, 0.0, 1.0);
+    double u1, u2, rad;
+    if (r->have_spare) {
+        r->have_spare = 0;
+        return r->spare;
+    }
+    u1 = t_rng_uniform(r, 0.0, 1.0);
+    u2 = t_rng_uniform(r, 0.0, 1.0);
     if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    rad = sqrt(-2.0 * log(u1));
+    r->spare = rad * sin(6.283185307179586 * u2);
+    r->have_spare = 1;
+    return rad * cos(6.283185307179586 * u2);
 }
 int64_t t_rng_int(t_rng *r, int64_t lo, int64_t hi) {
     return lo + (int64_t)(t_rng_u64(r) % (uint64_t)(hi - lo + 1));
 }
 
 /* ---------------------------------------------- independent conversions */
+/* 2^k for -1022 <= k <= 1023, built from the binary64 encoding (exact). */
+static double t_pow2(int k) {
+    uint64_t u = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+/* floor(log2(a)) for finite a > 0 that is a normal double. */
+static int t_ilog2(double a) {
+    uint64_t u;
+    int e;
+    memcpy(&u, &a, 8);
+    e = (int)((u >> 52) & 0x7ff);
+    if (e == 0) { /* subnormal double: never the widening of a float, but be exact anyway */
+        frexp(a, &e);
+        return e - 1;
+    }
+    return e - 1023;
+}
+
 double t_bf16_to_double(uint16_t h) {
     /* bf16 is the upper half of an IEEE binary32 */
     uint32_t u = (uint32_t)h << 16;
@@ -103,24 +136,36 @@ double t_bf16_to_double(uint16_t h) {
     return (double)f;
 }
 
-double t_f16_to_double(uint16_t h) {
+/* f16: sign, 5 exponent bits (bias 15), 10 fraction bits; exponent 0 is
+   subnormal (m * 2^-24), 31 is infinity / NaN. */
+static double t_f16_decode(uint16_t h) {
     int sign = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
     double v;
     if (e == 31) v = m ? NAN : INFINITY;
-    else if (e == 0) v = ldexp((double)m, -24);
-    else v = ldexp((double)(1024 + m), e - 25);
+    else if (e == 0) v = (double)m * t_pow2(-24);
+    else v = (double)(1024 + m) * t_pow2(e - 25);
     return sign ? -v : v;
+}
+double t_f16_to_double(uint16_t h) {
+    /* a table of the arithmetic decoding, built on first use (the main thread) */
+    static double table[65536];
+    static int built = 0;
+    if (!built) {
+        uint32_t i;
+        for (i = 0; i < 65536u; ++i) table[i] = t_f16_decode((uint16_t)i);
+        built = 1;
+    }
+    return table[h];
 }
 
 /* Round |v| (finite, > 0) to p significant bits with minimum exponent emin
    (quantum 2^(emin - p + 1) below 2^emin), nearest even. */
 static double t_round_format(double a, int p, int emin) {
-    int e;
+    int e = t_ilog2(a); /* a in [2^e, 2^(e+1)) */
     double q;
-    frexp(a, &e); /* a in [2^(e-1), 2^e) */
-    e -= 1;
     if (e < emin) e = emin;
-    q = ldexp(1.0, e - p + 1);
+    if (e - p + 1 < -1022) return a; /* far below the format: a / q would not be exact; callers handle tiny a */
+    q = t_pow2(e - p + 1);
     return nearbyint(a / q) * q; /* a / q exact (power of two); default mode: nearest even */
 }
 
@@ -133,7 +178,7 @@ uint16_t t_double_to_bf16(double v) {
     if (a == 0.0) return sign;
     if (isinf(v)) return (uint16_t)(sign | 0x7f80u);
     r = t_round_format(a, 8, -126);
-    if (r >= ldexp(1.0, 128)) return (uint16_t)(sign | 0x7f80u);
+    if (r >= 3.402823669209385e38) return (uint16_t)(sign | 0x7f80u); /* 2^128 */
     f = (float)r; /* exact: r has 8 significant bits */
     memcpy(&u, &f, 4);
     return (uint16_t)(sign | (u >> 16));
@@ -148,10 +193,9 @@ uint16_t t_double_to_f16(double v) {
     if (isinf(v)) return (uint16_t)(sign | 0x7c00u);
     r = t_round_format(a, 11, -14);
     if (r >= 65536.0) return (uint16_t)(sign | 0x7c00u);
-    if (r < ldexp(1.0, -14)) return (uint16_t)(sign | (uint16_t)(r * 16777216.0)); /* subnormal: r / 2^-24 */
-    frexp(r, &e);
-    e -= 1; /* r in [2^e, 2^(e+1)) */
-    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)(ldexp(r, 10 - e) - 1024.0));
+    if (r < t_pow2(-14)) return (uint16_t)(sign | (uint16_t)(r * 16777216.0)); /* subnormal: r / 2^-24 */
+    e = t_ilog2(r); /* r in [2^e, 2^(e+1)) */
+    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)(r * t_pow2(10 - e) - 1024.0));
 }
 
 size_t t_esize(nbwd_dtype dt) { return dt == NBWD_F32 ? 4u : 2u; }
@@ -176,11 +220,11 @@ double t_ulp(nbwd_dtype dt, double v) {
     int p = dt == NBWD_F32 ? 24 : dt == NBWD_F16 ? 11 : 8;
     int emin = dt == NBWD_F16 ? -14 : -126, e;
     double a = fabs(v);
-    if (a == 0.0 || isnan(a) || isinf(a)) return ldexp(1.0, emin - p + 1);
-    frexp(a, &e);
-    e -= 1;
+    if (a == 0.0 || isnan(a) || isinf(a)) return t_pow2(emin - p + 1);
+    e = t_ilog2(a);
     if (e < emin) e = emin;
-    return ldexp(1.0, e - p + 1);
+    if (e - p + 1 < -1022) return ldexp(1.0, e - p + 1);
+    return t_pow2(e - p + 1);
 }
 
 double t_max_finite(nbwd_dtype dt) {
@@ -250,6 +294,26 @@ static void t_iter_next(const t_buf *b, t_iter *it) {
         if (++it->idx[d] < b->dims[d]) return;
         it->off -= b->strides[d] * b->dims[d];
         it->idx[d] = 0;
+    }
+}
+
+void t_buf_to_dense(const t_buf *b, double *out) {
+    t_iter it;
+    int64_t e;
+    memset(&it, 0, sizeof it);
+    for (e = 0; e < b->count; ++e) {
+        out[e] = ref_load(b->base, b->dt, it.off);
+        t_iter_next(b, &it);
+    }
+}
+
+void t_buf_from_dense(t_buf *b, const double *in) {
+    t_iter it;
+    int64_t e;
+    memset(&it, 0, sizeof it);
+    for (e = 0; e < b->count; ++e) {
+        t_store(b->base, b->dt, it.off, in[e]);
+        t_iter_next(b, &it);
     }
 }
 
@@ -367,6 +431,29 @@ int t_compare_dense(const char *what, nbwd_dtype dt, const void *got, int64_t co
     return t_compare_impl(what, dt, NULL, got, count, ref, tol32, file, line);
 }
 
+/* The library's allocator hooks; calls may come from several threads at once
+   (test_determinism calls the library inside a parallel region). */
+int g_malloc_fail = 0;
+static long g_allocs = 0, g_frees = 0;
+#if defined(__GNUC__) || defined(__clang__)
+#define T_ATOMIC_INC(p) __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
+#define T_ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#else
+#define T_ATOMIC_INC(p) (++*(p))
+#define T_ATOMIC_GET(p) (*(p))
+#endif
+void *t_hook_malloc(size_t size) {
+    if (g_malloc_fail) return NULL;
+    T_ATOMIC_INC(&g_allocs);
+    return malloc(size);
+}
+void t_hook_free(void *ptr) {
+    if (ptr) T_ATOMIC_INC(&g_frees);
+    free(ptr);
+}
+long t_hook_allocs(void) { return T_ATOMIC_GET(&g_allocs); }
+long t_hook_frees(void) { return T_ATOMIC_GET(&g_frees); }
+
 void *t_xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -415,6 +502,30 @@ static int t_parse_isa(const char *s, nbwd_isa *out) {
     return 0;
 }
 
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+static int t_cpu_has_avx512(void) {
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    (void)a; (void)c; (void)d;
+    return (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)); /* AVX-512 F, BW, VL */
+}
+#define T_X86 1
+#endif
+
+/* Why an ISA path cannot run here (best guess from the build and the CPU). */
+static const char *t_skip_reason(nbwd_isa isa) {
+#if defined(T_X86)
+    if (isa == NBWD_ISA_NEON) return "NEON is an AArch64 path (an x86 build runs it only with NORM_BWD_SIMD_EMULATE)";
+    if (isa == NBWD_ISA_AVX512 && !t_cpu_has_avx512()) return "this CPU lacks AVX-512 F/BW/VL";
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    if (isa == NBWD_ISA_AVX2 || isa == NBWD_ISA_AVX512) return "an x86 path, and this is AArch64";
+#endif
+    if (isa == NBWD_ISA_SSE) return "not compiled in (NORM_BWD_NO_SIMD or NORM_BWD_NO_SSE, or SIMDe missing at build time)";
+    return "not compiled into this build (NORM_BWD_NO_SIMD / NORM_BWD_NO_<ISA>) or the OS does not enable it";
+}
+
 static void t_usage(const char *argv0) {
     fprintf(stderr, "usage: %s [--isa scalar|sse|avx2|avx512|neon|auto] [--quick] [--verbose] [--suite NAME]...\n",
             argv0);
@@ -450,9 +561,7 @@ int main(int argc, char **argv) {
         }
     }
     if (g_test_isa != NBWD_ISA_AUTO && !nbwd_isa_supported(g_test_isa)) {
-        printf("isa %s skipped: not compiled into this build or not runnable on this CPU/OS "
-               "(nbwd_isa_supported = 0)\n",
-               nbwd_isa_name(g_test_isa));
+        printf("isa %s skipped: %s (nbwd_isa_supported = 0)\n", nbwd_isa_name(g_test_isa), t_skip_reason(g_test_isa));
         printf("0 passed, 0 failed\n");
         return 0;
     }

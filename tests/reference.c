@@ -12,11 +12,10 @@
 
 /* ------------------------------------------------------------- access */
 double ref_load(const void *p, nbwd_dtype dt, int64_t offset) {
-    switch (dt) {
-    case NBWD_F32: return (double)((const float *)p)[offset];
-    case NBWD_F16: return t_f16_to_double(((const uint16_t *)p)[offset]);
-    case NBWD_BF16: return t_bf16_to_double(((const uint16_t *)p)[offset]);
-    }
+    if (dt == NBWD_F32) return (double)((const float *)p)[offset];
+    if (dt == NBWD_F16) return t_f16_to_double(((const uint16_t *)p)[offset]);
+    if (dt == NBWD_BF16) return t_bf16_to_double(((const uint16_t *)p)[offset]);
+    if (dt == T_F64) return ((const double *)p)[offset];
     return NAN;
 }
 

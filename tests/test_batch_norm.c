@@ -1,0 +1,565 @@
+/* test_batch_norm.c - the BatchNorm training backward matrix against the
+   float64 reference: NCX and NXC, ranks 2..5, every stats form and dtype
+   combination, gamma present/absent, diff_gamma+diff_beta present/absent
+   (absent: gamma is ignored), diff_src absent, strided (padded, negative)
+   tensors, in-place, accumulate, channel counts 1..64, spatial sizes 1..3136,
+   a >= 2^20 element case, and degenerate N = 0, C = 0, N * spatial = 1. */
+#include "nbwd_test.h"
+
+enum { B_DENSE = 0, B_PADDED = 1, B_NEGATIVE = 2 };
+enum { BD_NORMAL = 0, BD_CONSTANT = 1, BD_BIG_MEAN = 2 };
+enum { BIP_NONE = 0, BIP_DY = 1, BIP_X = 2 };
+
+typedef struct bn_cfg {
+    int rank;
+    int64_t dims[NBWD_MAX_RANK];
+    nbwd_layout layout;
+    nbwd_stats_form form;
+    nbwd_dtype dt, sdt, pdt;
+    int gamma;  /* pass gamma */
+    int params; /* request diff_gamma and diff_beta */
+    int want_dx;
+    int strides;
+    int inplace;
+    int accumulate;
+    float eps;
+    int data;
+    int threads;
+    int caller_ws;
+    int null_empty;
+    uint64_t seed;
+} bn_cfg;
+
+static void bn_defaults(bn_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->layout = NBWD_NCX;
+    c->form = NBWD_STATS_MEAN_VARIANCE;
+    c->dt = c->sdt = c->pdt = NBWD_F32;
+    c->gamma = c->params = c->want_dx = 1;
+    c->eps = 1e-5f;
+    c->seed = 1;
+}
+
+static void bn_set_dims(bn_cfg *c, int rank, const int64_t *d) {
+    int k;
+    c->rank = rank;
+    for (k = 0; k < rank; ++k) c->dims[k] = d[k];
+}
+
+static int bn_cdim(const bn_cfg *c) { return c->layout == NBWD_NCX ? 1 : c->rank - 1; }
+
+static int bn_run(const bn_cfg *c) {
+    char dims[128];
+    int d, k = 0, cd = bn_cdim(c), ok = 1;
+    int64_t C = c->dims[cd], total = 1, M, i, e;
+    int64_t st_x[NBWD_MAX_RANK], st_dy[NBWD_MAX_RANK], st_dx[NBWD_MAX_RANK];
+    int dense_from = c->layout == NBWD_NCX ? 2 : c->rank - 1;
+    t_buf bx, bdy, bdx, bm, bv, bg, bdg, bdb, *pdx = NULL;
+    double *mean, *var, *rdx = NULL, *rdx_tol = NULL, *rdg, *rdg_tol, *rdb, *rdb_tol, *prev_dg, *prev_db;
+    t_snap s_x, s_dy, s_m, s_v, s_g, s_dg, s_db;
+    t_rng rng;
+    ref_out ro;
+    ref_tensor tx, tdy, tm, tv, tg;
+    nbwd_batch_norm_bwd_desc desc;
+    nbwd_batch_norm_bwd_args args;
+    nbwd_status st;
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    long fails0 = g_fail, allocs0, frees0;
+    int64_t Cn = C > 0 ? C : 1;
+
+    dims[0] = 0;
+    for (d = 0; d < c->rank; ++d) {
+        k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", d ? "x" : "", (long long)c->dims[d]);
+        total *= c->dims[d];
+    }
+    M = C > 0 ? total / C : 0;
+    t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d eps=%g data=%d "
+           "threads=%d ws=%d seed=%llu isa=%s",
+           c->layout == NBWD_NCX ? "NCX" : "NXC", dims, t_form_name(c->form), t_dtype_name(c->dt),
+           t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->gamma, c->params, c->want_dx, c->strides, c->inplace,
+           c->accumulate, (double)c->eps, c->data, c->threads, c->caller_ws, (unsigned long long)c->seed,
+           nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, c->seed);
+
+    /* strides: the dense block is the spatial dims (NCX) or C (NXC); with
+       rank 2 NCX there is no spatial dim, so C itself may be strided */
+    t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 3 : 0, st_x);
+    t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 1 : 0, st_dy);
+    t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 2 : 0, st_dx);
+    if (c->strides == B_NEGATIVE) { /* an outer dim of each input runs backwards */
+        int nd = c->layout == NBWD_NCX || c->rank > 2 ? 1 : 0; /* NCX: C; NXC: the first spatial dim */
+        st_x[0] = -st_x[0];
+        st_dy[nd] = -st_dy[nd];
+    }
+    if (c->inplace == BIP_DY) memcpy(st_dx, st_dy, sizeof st_dx);
+    if (c->inplace == BIP_X) memcpy(st_dx, st_x, sizeof st_dx);
+    if (!t_buf_alloc(&bx, c->rank, c->dims, st_x, c->dt) || !t_buf_alloc(&bdy, c->rank, c->dims, st_dy, c->dt) ||
+        !t_buf_alloc(&bm, 1, &C, NULL, c->sdt) || !t_buf_alloc(&bv, 1, &C, NULL, c->sdt) ||
+        !t_buf_alloc(&bg, 1, &C, NULL, c->pdt) || !t_buf_alloc(&bdg, 1, &C, NULL, c->pdt) ||
+        !t_buf_alloc(&bdb, 1, &C, NULL, c->pdt)) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    memset(&bdx, 0, sizeof bdx);
+    if (c->want_dx) {
+        if (c->inplace == BIP_DY) pdx = &bdy;
+        else if (c->inplace == BIP_X) pdx = &bx;
+        else {
+            if (!t_buf_alloc(&bdx, c->rank, c->dims, st_dx, c->dt)) { fprintf(stderr, "out of memory\n"); exit(2); }
+            pdx = &bdx;
+        }
+    }
+
+    /* inputs */
+    mean = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    var = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    if (c->data == BD_CONSTANT) {
+        for (i = 0; i < C; ++i) mean[i] = t_rng_uniform(&rng, -2.0, 2.0);
+        for (e = 0; e < total; ++e) {
+            int64_t ch = c->layout == NBWD_NCX ? (e / (M / (c->dims[0] > 0 ? c->dims[0] : 1))) % C : e % C;
+            t_buf_set(&bx, e, mean[ch]);
+        }
+    } else if (c->data == BD_BIG_MEAN) {
+        t_buf_fill_normal(&bx, &rng, c->dt == NBWD_F16 ? 1000.0 : 1e4,
+                          c->dt == NBWD_F32 ? 0.01 : c->dt == NBWD_F16 ? 5.0 : 500.0);
+    } else {
+        t_buf_fill_normal(&bx, &rng, -0.2, 1.3);
+    }
+    t_buf_fill_normal(&bdy, &rng, 0.1, 1.0);
+    for (i = 0; i < C; ++i) t_buf_set(&bg, i, 1.0 + 0.5 * t_rng_normal(&rng));
+    tx.p = bx.base; tx.dt = c->dt; tx.strides = bx.strides;
+    ref_batch_norm_stats(c->rank, c->dims, c->layout, tx, mean, var);
+    if (c->form == NBWD_STATS_XHAT_STD && total > 0) {
+        double *xd = (double *)t_xmalloc((size_t)total * sizeof(double));
+        int64_t S = c->dims[0] > 0 && C > 0 ? total / (c->dims[0] * C) : 1;
+        t_buf_to_dense(&bx, xd);
+        for (e = 0; e < total; ++e) {
+            int64_t ch = c->layout == NBWD_NCX ? (e / S) % C : e % C;
+            xd[e] = (xd[e] - mean[ch]) / sqrt(var[ch] + (double)c->eps);
+        }
+        t_buf_from_dense(&bx, xd);
+        free(xd);
+    }
+    for (i = 0; i < C; ++i) {
+        double spread = c->form == NBWD_STATS_MEAN_VARIANCE ? var[i]
+                        : c->form == NBWD_STATS_MEAN_RSTD   ? 1.0 / sqrt(var[i] + (double)c->eps)
+                                                            : sqrt(var[i] + (double)c->eps);
+        if (c->form != NBWD_STATS_XHAT_STD) t_buf_set(&bm, i, mean[i]);
+        t_buf_set(&bv, i, spread);
+    }
+    prev_dg = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    prev_db = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    for (i = 0; i < C; ++i) {
+        prev_dg[i] = prev_db[i] = 0.0;
+        if (c->accumulate) {
+            prev_dg[i] = t_buf_set(&bdg, i, t_rng_normal(&rng));
+            prev_db[i] = t_buf_set(&bdb, i, t_rng_normal(&rng));
+        }
+    }
+
+    /* reference: gamma applies only when diff_gamma/diff_beta are requested */
+    memset(&ro, 0, sizeof ro);
+    if (c->want_dx) {
+        rdx = ro.dx = (double *)t_xmalloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+        rdx_tol = ro.dx_tol = (double *)t_xmalloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+    }
+    rdg = ro.dg = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    rdg_tol = ro.dg_tol = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    rdb = ro.db = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    rdb_tol = ro.db_tol = (double *)t_xmalloc((size_t)Cn * sizeof(double));
+    tdy.p = bdy.base; tdy.dt = c->dt; tdy.strides = bdy.strides;
+    tm.p = bm.base; tm.dt = c->sdt; tm.strides = NULL;
+    tv.p = bv.base; tv.dt = c->sdt; tv.strides = NULL;
+    tg.p = c->gamma && c->params ? bg.base : NULL; tg.dt = c->pdt; tg.strides = NULL;
+    ref_batch_norm_bwd(c->rank, c->dims, c->layout, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    for (i = 0; i < C; ++i) {
+        rdg[i] += prev_dg[i];
+        rdb[i] += prev_db[i];
+        rdg_tol[i] += 2.0 * T_U * fabs(prev_dg[i]);
+        rdb_tol[i] += 2.0 * T_U * fabs(prev_db[i]);
+    }
+
+    nbwd_batch_norm_bwd_desc_init(&desc, c->rank, c->dims, c->layout, c->eps);
+    desc.stats_form = c->form;
+    desc.data_dtype = c->dt;
+    desc.stats_dtype = c->sdt;
+    desc.param_dtype = c->pdt;
+    desc.flags = c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
+    desc.num_threads = c->threads;
+    desc.isa = g_test_isa;
+    if (c->strides || c->inplace) {
+        desc.src_strides = bx.strides;
+        desc.diff_dst_strides = bdy.strides;
+        desc.diff_src_strides = pdx ? pdx->strides : NULL;
+    }
+    memset(&args, 0, sizeof args);
+    {
+        int ne = c->null_empty && total == 0, nc = c->null_empty && C == 0;
+        if (c->form == NBWD_STATS_XHAT_STD) args.xhat = ne ? NULL : bx.base;
+        else args.src = ne ? NULL : bx.base;
+        args.diff_dst = ne ? NULL : bdy.base;
+        if (c->form != NBWD_STATS_XHAT_STD) args.mean = nc ? NULL : bm.base;
+        if (c->form == NBWD_STATS_MEAN_VARIANCE) args.variance = nc ? NULL : bv.base;
+        else if (c->form == NBWD_STATS_MEAN_RSTD) args.rstd = nc ? NULL : bv.base;
+        else args.std = nc ? NULL : bv.base;
+        if (c->gamma) args.gamma = nc ? NULL : bg.base;
+        args.diff_src = pdx && !ne ? pdx->base : NULL;
+        if (c->params) {
+            args.diff_gamma = nc ? NULL : bdg.base;
+            args.diff_beta = nc ? NULL : bdb.base;
+        }
+    }
+    s_x = t_snap_take(&bx); s_dy = t_snap_take(&bdy); s_m = t_snap_take(&bm); s_v = t_snap_take(&bv);
+    s_g = t_snap_take(&bg); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
+    allocs0 = t_hook_allocs();
+    frees0 = t_hook_frees();
+    if (c->caller_ws) {
+        st = nbwd_batch_norm_bwd_workspace_size(&desc, &ws_bytes);
+        CHECK_STATUS(st, NBWD_OK);
+        ws = t_xmalloc(ws_bytes + 8);
+        st = nbwd_batch_norm_bwd(&desc, &args, (char *)ws + 4, ws_bytes); /* deliberately misaligned */
+    } else {
+        st = nbwd_batch_norm_bwd(&desc, &args, NULL, 0);
+    }
+    ok &= CHECK_STATUS(st, NBWD_OK);
+    ok &= CHECK(t_hook_allocs() - allocs0 == t_hook_frees() - frees0,
+                "the call allocated %ld blocks and freed %ld", t_hook_allocs() - allocs0, t_hook_frees() - frees0);
+    if (c->caller_ws)
+        ok &= CHECK(t_hook_allocs() == allocs0, "the call allocated %ld blocks although given a workspace",
+                    t_hook_allocs() - allocs0);
+    if (st == NBWD_OK) {
+        if (c->want_dx && total > 0) ok &= T_COMPARE_BUF("diff_src", pdx, rdx, rdx_tol);
+        if (c->params) {
+            ok &= T_COMPARE_DENSE("diff_gamma", c->pdt, bdg.base, C, rdg, rdg_tol);
+            ok &= T_COMPARE_DENSE("diff_beta", c->pdt, bdb.base, C, rdb, rdb_tol);
+        } else {
+            int same = 1;
+            if (c->accumulate) {
+                for (i = 0; i < C; ++i)
+                    if (t_buf_get(&bdg, i) != prev_dg[i] || t_buf_get(&bdb, i) != prev_db[i]) same = 0;
+            } else {
+                same = t_snap_same(&s_dg, &bdg) && t_snap_same(&s_db, &bdb);
+            }
+            ok &= CHECK(same, "diff_gamma/diff_beta not requested but written");
+        }
+        if (pdx) ok &= CHECK(t_buf_canary_ok(pdx), "diff_src: a byte outside its elements was written");
+        if (c->params) {
+            size_t g_end = (size_t)C * t_esize(c->pdt) + T_GUARD, q;
+            int guards = 1;
+            for (q = 0; q < T_GUARD; ++q)
+                if (bdg.alloc[q] != T_CANARY || bdb.alloc[q] != T_CANARY || bdg.alloc[g_end + q] != T_CANARY ||
+                    bdb.alloc[g_end + q] != T_CANARY)
+                    guards = 0;
+            ok &= CHECK(guards, "diff_gamma/diff_beta: guard bytes written");
+        }
+        if (c->inplace != BIP_X) ok &= CHECK(t_snap_same(&s_x, &bx), "src/xhat was modified");
+        if (c->inplace != BIP_DY) ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
+        ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv) && t_snap_same(&s_g, &bg),
+                    "statistics or gamma were modified");
+    }
+    if (ws) free(ws);
+    t_snap_free(&s_x); t_snap_free(&s_dy); t_snap_free(&s_m); t_snap_free(&s_v); t_snap_free(&s_g);
+    t_snap_free(&s_dg); t_snap_free(&s_db);
+    free(mean); free(var); free(rdx); free(rdx_tol); free(rdg); free(rdg_tol); free(rdb); free(rdb_tol);
+    free(prev_dg); free(prev_db);
+    t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bm); t_buf_free(&bv); t_buf_free(&bg); t_buf_free(&bdg);
+    t_buf_free(&bdb);
+    if (bdx.alloc) t_buf_free(&bdx);
+    return ok && g_fail == fails0;
+}
+
+static uint64_t g_bseed = 5000;
+
+/* NCX dims from N, C and the spatial dims; NXC puts C last. */
+static void bn_shape(bn_cfg *c, nbwd_layout layout, int64_t N, int64_t C, int nsp, const int64_t *sp) {
+    int64_t d[NBWD_MAX_RANK];
+    int k;
+    d[0] = N;
+    if (layout == NBWD_NCX) {
+        d[1] = C;
+        for (k = 0; k < nsp; ++k) d[2 + k] = sp[k];
+    } else {
+        for (k = 0; k < nsp; ++k) d[1 + k] = sp[k];
+        d[1 + nsp] = C;
+    }
+    c->layout = layout;
+    bn_set_dims(c, 2 + nsp, d);
+}
+
+/* 1. layout x form x dtype combo x gamma x params x diff_src, fully crossed. */
+static void bn_full_cross(void) {
+    int lay, f, k, g, p, dx;
+    static const int64_t sp[2] = {4, 5};
+    for (lay = 0; lay < 2; ++lay)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < T_NCOMBOS; ++k)
+                for (g = 0; g < 2; ++g)
+                    for (p = 0; p < 2; ++p)
+                        for (dx = 0; dx < 2; ++dx) {
+                            bn_cfg c;
+                            bn_defaults(&c);
+                            bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 2, 3, 2, sp);
+                            c.form = (nbwd_stats_form)f;
+                            c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                            c.gamma = g;
+                            c.params = p;
+                            c.want_dx = dx;
+                            c.strides = (f + k) % 2;
+                            c.seed = ++g_bseed;
+                            bn_run(&c);
+                        }
+}
+
+/* 2. Ranks 2..5, C = 1, 3, 16, 64, spatial 1 .. 3136, both layouts. */
+static void bn_shapes(void) {
+    static const int64_t Cs[4] = {1, 3, 16, 64};
+    static const int64_t sp1[4] = {1, 7, 17, 65};
+    static const int64_t sp2[3][2] = {{7, 9}, {56, 56}, {1, 13}};
+    static const int64_t sp3[3] = {3, 4, 5};
+    int lay, ci, v, idx = 0;
+    for (lay = 0; lay < 2; ++lay)
+        for (ci = 0; ci < 4; ++ci) {
+            nbwd_layout L = lay ? NBWD_NCX : NBWD_NXC;
+            for (v = 0; v < 9; ++v) {
+                bn_cfg c;
+                int k = (idx * 5) % T_NCOMBOS;
+                ++idx;
+                if (g_quick && idx % 3) continue;
+                bn_defaults(&c);
+                if (v == 0) bn_shape(&c, L, 37, Cs[ci], 0, NULL);
+                else if (v <= 4) bn_shape(&c, L, 3, Cs[ci], 1, &sp1[v - 1]);
+                else if (v <= 7) {
+                    if (v == 6 && Cs[ci] > 16) continue; /* 56x56 with C <= 16 */
+                    bn_shape(&c, L, v == 6 ? 2 : 3, Cs[ci], 2, sp2[v - 5]);
+                } else bn_shape(&c, L, 2, Cs[ci], 3, sp3);
+                c.form = (nbwd_stats_form)(idx % 3);
+                c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                c.gamma = idx % 4 != 3;
+                c.strides = idx % 3 == 1;
+                c.caller_ws = idx % 5 == 2;
+                c.seed = ++g_bseed;
+                bn_run(&c);
+            }
+        }
+}
+
+/* 3. Strides: padding on N and C (NCX) or N and spatial (NXC), negative
+   input strides, NCX rank 2 with a strided C (no spatial block). */
+static void bn_strides(void) {
+    int lay, s, f, k;
+    static const int64_t sp[2] = {3, 8};
+    for (lay = 0; lay < 2; ++lay)
+        for (s = B_PADDED; s <= B_NEGATIVE; ++s)
+            for (f = 0; f < 3; ++f)
+                for (k = 0; k < T_NCOMBOS; k += 4) {
+                    bn_cfg c;
+                    bn_defaults(&c);
+                    bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 3, 5, 2, sp);
+                    c.strides = s;
+                    c.form = (nbwd_stats_form)f;
+                    c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+    for (lay = 0; lay < 2; ++lay) { /* [N, C]: NCX has no spatial dims, so C's stride is an outer stride */
+        bn_cfg c;
+        bn_defaults(&c);
+        bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 19, 6, 0, NULL);
+        c.strides = B_PADDED;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
+}
+
+/* 4. In-place and accumulate. */
+static void bn_inplace_accumulate(void) {
+    int lay, ip, k, acc;
+    static const int64_t sp[1] = {33};
+    for (lay = 0; lay < 2; ++lay)
+        for (ip = 0; ip <= BIP_X; ++ip)
+            for (acc = 0; acc < 2; ++acc)
+                for (k = 0; k < T_NCOMBOS; k += 2) {
+                    bn_cfg c;
+                    if (ip == BIP_NONE && !acc) continue;
+                    bn_defaults(&c);
+                    bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 5, 4, 1, sp);
+                    c.inplace = ip;
+                    c.accumulate = acc;
+                    c.strides = k % 4 == 0 ? B_PADDED : B_DENSE;
+                    c.form = (nbwd_stats_form)((k / 2 + ip) % 3);
+                    c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+}
+
+/* 5. Data: zero variance channels, |mean| >> std, tiny and large epsilon. */
+static void bn_data(void) {
+    int lay, f, k;
+    static const int64_t sp[2] = {5, 6};
+    for (lay = 0; lay < 2; ++lay)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < T_NCOMBOS; k += 2) {
+                bn_cfg c;
+                bn_defaults(&c);
+                bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 4, 3, 2, sp);
+                c.data = BD_CONSTANT;
+                c.form = (nbwd_stats_form)f;
+                c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                c.seed = ++g_bseed;
+                bn_run(&c);
+                if (c.sdt == NBWD_F32) {
+                    c.data = BD_BIG_MEAN;
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+                c.data = BD_NORMAL;
+                c.form = NBWD_STATS_MEAN_VARIANCE;
+                c.eps = f == 0 ? 1e-12f : 10.0f;
+                c.seed = ++g_bseed;
+                bn_run(&c);
+            }
+}
+
+/* 6. Degenerate: N = 0, C = 0, N * spatial = 1. */
+static void bn_degenerate(void) {
+    int lay, acc, nul;
+    for (lay = 0; lay < 2; ++lay)
+        for (acc = 0; acc < 2; ++acc)
+            for (nul = 0; nul < 2; ++nul) {
+                bn_cfg c;
+                static const int64_t sp[1] = {5};
+                bn_defaults(&c);
+                bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 0, 3, 1, sp); /* N = 0 */
+                c.accumulate = acc;
+                c.null_empty = nul;
+                c.seed = ++g_bseed;
+                bn_run(&c);
+                bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 4, 0, 1, sp); /* C = 0 */
+                c.seed = ++g_bseed;
+                bn_run(&c);
+                {
+                    static const int64_t z[1] = {0}; /* spatial size 0 */
+                    bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 4, 3, 1, z);
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+            }
+    /* M = N * spatial = 1: xhat = 0, so dx = 0 and diff_gamma = 0 exactly */
+    for (lay = 0; lay < 2; ++lay) {
+        int k;
+        for (k = 0; k < T_NCOMBOS; ++k) {
+            nbwd_batch_norm_bwd_desc d;
+            nbwd_batch_norm_bwd_args a;
+            int64_t dims[4], C = 6, i;
+            t_buf bx, bdy, bdx, bm, bv, bg, bdg, bdb;
+            t_rng rng;
+            nbwd_status s;
+            int zdx = 1, zdg = 1, dbok = 1;
+            dims[0] = 1; dims[1] = lay ? C : 1; dims[2] = 1; dims[3] = lay ? 1 : C;
+            t_case("BN M=1 exact zeros: %s 1x..x1 C=%lld dt=%s/%s/%s", lay ? "NCX" : "NXC", (long long)C,
+                   t_dtype_name(t_combos[k].dt), t_dtype_name(t_combos[k].sdt), t_dtype_name(t_combos[k].pdt));
+            t_rng_seed(&rng, ++g_bseed);
+            t_buf_alloc(&bx, 4, dims, NULL, t_combos[k].dt);
+            t_buf_alloc(&bdy, 4, dims, NULL, t_combos[k].dt);
+            t_buf_alloc(&bdx, 4, dims, NULL, t_combos[k].dt);
+            t_buf_alloc(&bm, 1, &C, NULL, t_combos[k].sdt);
+            t_buf_alloc(&bv, 1, &C, NULL, t_combos[k].sdt);
+            t_buf_alloc(&bg, 1, &C, NULL, t_combos[k].pdt);
+            t_buf_alloc(&bdg, 1, &C, NULL, t_combos[k].pdt);
+            t_buf_alloc(&bdb, 1, &C, NULL, t_combos[k].pdt);
+            t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
+            for (i = 0; i < C; ++i) {
+                double x = t_round_to(t_combos[k].sdt, t_buf_set(&bx, i, 2.0 * t_rng_normal(&rng)));
+                t_buf_set(&bx, i, x);
+                t_buf_set(&bm, i, x);
+                t_buf_set(&bv, i, 0.0);
+                t_buf_set(&bg, i, 0.5 + (double)i);
+            }
+            nbwd_batch_norm_bwd_desc_init(&d, 4, dims, lay ? NBWD_NCX : NBWD_NXC, 1e-5f);
+            d.data_dtype = t_combos[k].dt; d.stats_dtype = t_combos[k].sdt; d.param_dtype = t_combos[k].pdt;
+            d.isa = g_test_isa;
+            memset(&a, 0, sizeof a);
+            a.src = bx.base; a.diff_dst = bdy.base; a.mean = bm.base; a.variance = bv.base; a.gamma = bg.base;
+            a.diff_src = bdx.base; a.diff_gamma = bdg.base; a.diff_beta = bdb.base;
+            s = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+            CHECK_STATUS(s, NBWD_OK);
+            for (i = 0; i < C; ++i) {
+                if (t_buf_get(&bdx, i) != 0.0) zdx = 0;
+                if (t_buf_get(&bdg, i) != 0.0) zdg = 0;
+                if (!t_within(t_combos[k].pdt, t_buf_get(&bdb, i), t_buf_get(&bdy, i), 0.0)) dbok = 0;
+            }
+            CHECK(zdx, "M=1: diff_src must be exactly 0");
+            CHECK(zdg, "M=1: diff_gamma must be exactly 0");
+            CHECK(dbok, "M=1: diff_beta must equal diff_dst (rounded)");
+            t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bdx); t_buf_free(&bm); t_buf_free(&bv);
+            t_buf_free(&bg); t_buf_free(&bdg); t_buf_free(&bdb);
+        }
+    }
+}
+
+/* 7. Thread counts and >= 2^20 elements. */
+static void bn_large_threads(void) {
+    static const int th[4] = {1, 2, 3, 5};
+    static const int64_t sp[2] = {64, 64};
+    static const int64_t sp_small[1] = {300};
+    int t, lay;
+    for (lay = 0; lay < 2; ++lay)
+        for (t = 0; t < 4; ++t) {
+            bn_cfg c;
+            bn_defaults(&c);
+            bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 40, t % 2 ? 2 : 24, 1, sp_small);
+            c.threads = th[t];
+            c.accumulate = t == 3;
+            c.inplace = t == 1 ? BIP_DY : t == 2 ? BIP_X : BIP_NONE;
+            c.strides = t == 3 ? B_PADDED : B_DENSE;
+            c.dt = t % 2 ? NBWD_BF16 : NBWD_F32;
+            c.seed = ++g_bseed;
+            bn_run(&c);
+        }
+    { /* wide channel counts (NXC column tails) and one long NCX plane */
+        static const int64_t sp1[1] = {3}, plane[2] = {512, 513};
+        bn_cfg c;
+        bn_defaults(&c);
+        bn_shape(&c, NBWD_NXC, 7, 1000, 1, sp1);
+        c.dt = NBWD_F16;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+        bn_shape(&c, NBWD_NXC, 3, 4097, 0, NULL);
+        c.dt = NBWD_BF16;
+        c.form = NBWD_STATS_MEAN_RSTD;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+        if (!g_quick) {
+            bn_defaults(&c);
+            bn_shape(&c, NBWD_NCX, 1, 3, 2, plane);
+            c.seed = ++g_bseed;
+            bn_run(&c);
+        }
+    }
+    for (lay = 0; lay < 2; ++lay) {
+        bn_cfg c;
+        if (g_quick && lay) continue;
+        bn_defaults(&c);
+        bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 4, 64, 2, sp); /* 2^20 elements */
+        c.dt = lay ? NBWD_F32 : NBWD_BF16;
+        c.pdt = c.dt;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
+}
+
+void test_batch_norm(void) {
+    static const struct { const char *name; void (*fn)(void); } parts[] = {
+        {"full cross", bn_full_cross}, {"shapes", bn_shapes},         {"strides", bn_strides},
+        {"in-place/accumulate", bn_inplace_accumulate}, {"data", bn_data}, {"degenerate", bn_degenerate},
+        {"large/threads", bn_large_threads},
+    };
+    int k;
+    for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
+        double t0 = t_now();
+        parts[k].fn();
+        if (g_verbose) printf("  batch_norm %s: %.2f s\n", parts[k].name, t_now() - t0);
+    }
+}

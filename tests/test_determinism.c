@@ -1,0 +1,209 @@
+/* test_determinism.c - bitwise identical outputs (diff_src, diff_gamma,
+   diff_beta) for num_threads = 1, 2, 3, 5 (and 0, the OpenMP default) on the
+   ISA path under test: LayerNorm 500000x24, 4096x1024, 37x4097 and BatchNorm
+   NCX with C below and far above the thread count, and NXC, for every data
+   type. (Without OpenMP the thread count is ignored and this is trivially
+   true; the test still runs.) */
+#include "nbwd_test.h"
+
+static const int k_threads[] = {1, 2, 3, 5, 0};
+#define N_THREADS ((int)(sizeof k_threads / sizeof k_threads[0]))
+
+static const nbwd_dtype k_dts[3] = {NBWD_F32, NBWD_F16, NBWD_BF16};
+
+static int same_bytes(const t_buf *a, const t_buf *b) {
+    return a->alloc_bytes == b->alloc_bytes && memcmp(a->alloc, b->alloc, a->alloc_bytes) == 0;
+}
+
+static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint64_t seed) {
+    int64_t dims[2], i;
+    t_buf x, dy, m, v, g, dx[2], dg[2], db[2];
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_layer_norm_bwd_args a;
+    t_rng rng;
+    int t;
+    nbwd_dtype pdt = dt == NBWD_F32 ? NBWD_F32 : dt; /* 16-bit params: accumulation rounding visible */
+    dims[0] = rows;
+    dims[1] = n;
+    t_case("determinism LN %lldx%lld dt=%s acc=%d isa=%s", (long long)rows, (long long)n, t_dtype_name(dt), accumulate,
+           nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, seed);
+    t_buf_alloc(&x, 2, dims, NULL, dt);
+    t_buf_alloc(&dy, 2, dims, NULL, dt);
+    t_buf_alloc(&m, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&v, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&g, 1, &n, NULL, pdt);
+    for (t = 0; t < 2; ++t) {
+        t_buf_alloc(&dx[t], 2, dims, NULL, dt);
+        t_buf_alloc(&dg[t], 1, &n, NULL, pdt);
+        t_buf_alloc(&db[t], 1, &n, NULL, pdt);
+    }
+    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
+    t_buf_fill_normal(&g, &rng, 1.0, 0.5);
+    for (i = 0; i < rows; ++i) {
+        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&v, i, 4.0 * (1.0 + 0.1 * t_rng_uniform(&rng, 0.0, 1.0)));
+    }
+    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    d.data_dtype = dt;
+    d.param_dtype = pdt;
+    d.isa = g_test_isa;
+    d.flags = accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
+    memset(&a, 0, sizeof a);
+    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+    for (t = 0; t < N_THREADS; ++t) {
+        int k = t == 0 ? 0 : 1;
+        nbwd_status s;
+        if (accumulate) { /* the same starting values every time */
+            memset(dg[k].alloc, T_CANARY, dg[k].alloc_bytes);
+            memset(db[k].alloc, T_CANARY, db[k].alloc_bytes);
+            for (i = 0; i < n; ++i) {
+                t_buf_set(&dg[k], i, 0.001 * (double)(i % 13));
+                t_buf_set(&db[k], i, -0.002 * (double)(i % 7));
+            }
+        }
+        d.num_threads = k_threads[t];
+        a.diff_src = dx[k].base; a.diff_gamma = dg[k].base; a.diff_beta = db[k].base;
+        s = nbwd_layer_norm_bwd(&d, &a, NULL, 0);
+        CHECK_STATUS(s, NBWD_OK);
+        if (t > 0) {
+            CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(same_bytes(&dg[0], &dg[1]), "diff_gamma with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(same_bytes(&db[0], &db[1]), "diff_beta with %d threads differs from 1 thread", k_threads[t]);
+        }
+    }
+    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
+}
+
+static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, uint64_t seed) {
+    int cd = L == NBWD_NCX ? 1 : rank - 1, t;
+    int64_t C = dims[cd], i;
+    t_buf x, dy, m, v, g, dx[2], dg[2], db[2];
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    t_rng rng;
+    t_case("determinism BN %s C=%lld rank=%d dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)C, rank,
+           t_dtype_name(dt), nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, seed);
+    t_buf_alloc(&x, rank, dims, NULL, dt);
+    t_buf_alloc(&dy, rank, dims, NULL, dt);
+    t_buf_alloc(&m, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&v, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&g, 1, &C, NULL, NBWD_F32);
+    for (t = 0; t < 2; ++t) {
+        t_buf_alloc(&dx[t], rank, dims, NULL, dt);
+        t_buf_alloc(&dg[t], 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &C, NULL, NBWD_F32);
+    }
+    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&dy, &rng, 0.1, 1.0);
+    for (i = 0; i < C; ++i) {
+        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&v, i, 4.0);
+        t_buf_set(&g, i, 1.0 + 0.3 * t_rng_normal(&rng));
+    }
+    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, L, 1e-5f);
+    d.data_dtype = dt;
+    d.isa = g_test_isa;
+    memset(&a, 0, sizeof a);
+    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+    for (t = 0; t < N_THREADS; ++t) {
+        int k = t == 0 ? 0 : 1;
+        d.num_threads = k_threads[t];
+        a.diff_src = dx[k].base; a.diff_gamma = dg[k].base; a.diff_beta = db[k].base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        if (t > 0) {
+            CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+                  "diff_gamma/diff_beta with %d threads differ from 1 thread", k_threads[t]);
+        }
+    }
+    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
+}
+
+#if defined(_OPENMP)
+#include <omp.h>
+/* Calls from inside a parallel region (each thread its own outputs, shared
+   inputs; the first call also races on the dispatcher's one-time setup):
+   every thread must get the serial result's bits. */
+static void concurrent_calls(void) {
+    enum { T = 4 };
+    int64_t dims[2] = {257, 96}, rows = 257, n = 96, i;
+    t_buf x, dy, m, v, g, dx[T + 1], dg[T + 1], db[T + 1];
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_layer_norm_bwd_args a;
+    nbwd_status st[T + 1];
+    t_rng rng;
+    int t, ok = 1, sok = 1;
+    t_case("determinism: concurrent calls from an OpenMP parallel region (isa %s)", nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, 8080);
+    t_buf_alloc(&x, 2, dims, NULL, NBWD_BF16);
+    t_buf_alloc(&dy, 2, dims, NULL, NBWD_BF16);
+    t_buf_alloc(&m, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&v, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&g, 1, &n, NULL, NBWD_F32);
+    for (t = 0; t <= T; ++t) {
+        t_buf_alloc(&dx[t], 2, dims, NULL, NBWD_BF16);
+        t_buf_alloc(&dg[t], 1, &n, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &n, NULL, NBWD_F32);
+    }
+    t_buf_fill_normal(&x, &rng, 0.0, 1.0);
+    t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
+    t_buf_fill_normal(&g, &rng, 1.0, 0.2);
+    for (i = 0; i < rows; ++i) { t_buf_set(&m, i, 0.05 * t_rng_normal(&rng)); t_buf_set(&v, i, 1.0); }
+    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    d.data_dtype = NBWD_BF16;
+    d.isa = g_test_isa;
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+    for (t = 0; t < T; ++t) {
+        nbwd_layer_norm_bwd_args at;
+        memset(&at, 0, sizeof at);
+        at.src = x.base; at.diff_dst = dy.base; at.mean = m.base; at.variance = v.base; at.gamma = g.base;
+        at.diff_src = dx[t].base; at.diff_gamma = dg[t].base; at.diff_beta = db[t].base;
+        st[t] = nbwd_layer_norm_bwd(&d, &at, NULL, 0);
+    }
+    memset(&a, 0, sizeof a);
+    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+    a.diff_src = dx[T].base; a.diff_gamma = dg[T].base; a.diff_beta = db[T].base;
+    d.num_threads = 1;
+    st[T] = nbwd_layer_norm_bwd(&d, &a, NULL, 0);
+    for (t = 0; t <= T; ++t) {
+        if (st[t] != NBWD_OK) sok = 0;
+        if (t < T && (!same_bytes(&dx[t], &dx[T]) || !same_bytes(&dg[t], &dg[T]) || !same_bytes(&db[t], &db[T])))
+            ok = 0;
+    }
+    CHECK(sok, "a concurrent call failed");
+    CHECK(ok, "concurrent calls inside a parallel region differ from the serial result");
+    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    for (t = 0; t <= T; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
+}
+#endif
+
+void test_determinism(void) {
+#if defined(_OPENMP)
+    concurrent_calls();
+#endif
+    int k;
+    uint64_t seed = 9000;
+    for (k = 0; k < 3; ++k) {
+        if (!g_quick) ln_det(500000, 24, k_dts[k], k == 2, ++seed);
+        ln_det(g_quick ? 512 : 4096, 1024, k_dts[k], k == 1, ++seed);
+        ln_det(37, 4097, k_dts[k], 0, ++seed);
+        ln_det(3000, 7, k_dts[k], 1, ++seed);
+    }
+    for (k = 0; k < 3; ++k) {
+        static const int64_t ncx_small_c[4] = {64, 2, 48, 48};    /* C = 2 < threads; 295k elements */
+        static const int64_t ncx_many_c[4] = {8, 256, 12, 12};    /* C = 256 >> threads */
+        static const int64_t ncx_big_n[3] = {4096, 3, 40};        /* many chunks per channel */
+        static const int64_t nxc[4] = {16, 24, 24, 40};           /* NXC, 368k elements */
+        static const int64_t nxc_rows[2] = {100000, 5};           /* [N, C]: many rows */
+        bn_det(4, ncx_small_c, NBWD_NCX, k_dts[k], ++seed);
+        bn_det(4, ncx_many_c, NBWD_NCX, k_dts[k], ++seed);
+        bn_det(3, ncx_big_n, NBWD_NCX, k_dts[k], ++seed);
+        bn_det(4, nxc, NBWD_NXC, k_dts[k], ++seed);
+        if (!g_quick) bn_det(2, nxc_rows, NBWD_NXC, k_dts[k], ++seed);
+    }
+}

@@ -1,0 +1,283 @@
+/* test_reference.c - checks the float64 reference itself, independently of
+   the library: central finite differences of a float64 forward (LayerNorm
+   and BatchNorm training, mean and variance recomputed from x inside the
+   forward, loss = sum(y * w) for random w) on small shapes, compared with the
+   reference backward fed the forward's own mean and variance and dy = w.
+   Also: the three statistics forms agree, and strided (padded, negative)
+   inputs give the same results as dense ones. */
+#include "nbwd_test.h"
+
+typedef void (*fwd_fn)(const void *ctx, const double *x, const double *gamma, const double *beta, double *y);
+
+typedef struct ln_ctx { int rank; const int64_t *dims; int axis; double eps; } ln_ctx;
+typedef struct bn_ctx { int rank; const int64_t *dims; nbwd_layout layout; double eps; } bn_ctx;
+
+static void ln_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
+    const ln_ctx *c = (const ln_ctx *)ctx;
+    ref_layer_norm_fwd(c->rank, c->dims, c->axis, c->eps, x, gamma, beta, y);
+}
+static void bn_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
+    const bn_ctx *c = (const bn_ctx *)ctx;
+    ref_batch_norm_fwd(c->rank, c->dims, c->layout, c->eps, x, gamma, beta, y);
+}
+
+static double loss(fwd_fn f, const void *ctx, const double *x, const double *g, const double *b, const double *w,
+                   double *y, int64_t total) {
+    double s = 0.0;
+    int64_t i;
+    f(ctx, x, g, b, y);
+    for (i = 0; i < total; ++i) s += y[i] * w[i];
+    return s;
+}
+
+/* Central differences of loss with respect to every element of v (modified
+   in place and restored). */
+static void fd_grad(fwd_fn f, const void *ctx, double *x, double *g, double *b, const double *w, double *y,
+                    int64_t total, double *v, int64_t count, double *grad) {
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        double keep = v[i], h = 1e-5 * (fabs(keep) > 1.0 ? fabs(keep) : 1.0), lp, lm;
+        v[i] = keep + h;
+        lp = loss(f, ctx, x, g, b, w, y, total);
+        v[i] = keep - h;
+        lm = loss(f, ctx, x, g, b, w, y, total);
+        v[i] = keep;
+        grad[i] = (lp - lm) / (2.0 * h);
+    }
+}
+
+static void compare_fd(const char *what, const double *fd, const double *ref, int64_t count) {
+    double scale = 0.0, worst = 0.0;
+    int64_t i, at = 0;
+    for (i = 0; i < count; ++i)
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    for (i = 0; i < count; ++i)
+        if (fabs(fd[i] - ref[i]) > worst) { worst = fabs(fd[i] - ref[i]); at = i; }
+    CHECK(worst <= T_FD_REL * scale + 1e-12, "%s: reference vs finite differences: max |diff| %.3g at [%lld] "
+          "(fd %.12g, ref %.12g), allowed %.3g", what, worst, (long long)at, count ? fd[at] : 0.0,
+          count ? ref[at] : 0.0, T_FD_REL * scale + 1e-12);
+}
+
+static void compare_exact(const char *what, const double *a, const double *b, int64_t count, double rel) {
+    double scale = 0.0, worst = 0.0;
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        if (fabs(b[i]) > scale) scale = fabs(b[i]);
+        if (fabs(a[i] - b[i]) > worst) worst = fabs(a[i] - b[i]);
+    }
+    CHECK(worst <= rel * scale, "%s: max |diff| %.3g > %.3g", what, worst, rel * scale);
+}
+
+static ref_tensor f64(const void *p, const int64_t *strides) {
+    ref_tensor t;
+    t.p = p;
+    t.dt = T_F64;
+    t.strides = strides;
+    return t;
+}
+
+/* Copies a dense double tensor into a strided one (allocation returned). */
+static double *to_strided(int rank, const int64_t *dims, const double *dense, const int64_t *strides, double **base) {
+    int64_t lo = 0, hi = 0, total = 1, e;
+    int d;
+    double *mem;
+    for (d = 0; d < rank; ++d) {
+        int64_t span = strides[d] * (dims[d] - 1);
+        if (span < 0) lo += span; else hi += span;
+        total *= dims[d];
+    }
+    mem = (double *)t_xmalloc((size_t)(hi - lo + 1) * sizeof(double));
+    for (e = 0; e < hi - lo + 1; ++e) mem[e] = NAN; /* padding: never read */
+    *base = mem - lo;
+    for (e = 0; e < total; ++e) (*base)[ref_offset(rank, dims, strides, e)] = dense[e];
+    return mem;
+}
+
+static void ln_reference_case(int rank, const int64_t *dims, int axis, uint64_t seed) {
+    int64_t rows = 1, n = 1, total, i, r;
+    int d;
+    double *x, *w, *y, *g, *b, *mean, *var, *fdx, *fdg, *fdb, *dx, *dg, *db, *dx2, *dg2, *db2, *spread, *xh;
+    ln_ctx ctx;
+    ref_out o;
+    t_rng rng;
+    char dims_s[64];
+    int k = 0;
+    dims_s[0] = 0;
+    for (d = 0; d < rank; ++d) k += snprintf(dims_s + k, sizeof dims_s - (size_t)k, "%s%lld", d ? "x" : "", (long long)dims[d]);
+    t_case("reference LN vs finite differences: dims %s axis %d", dims_s, axis);
+    for (d = 0; d < axis; ++d) rows *= dims[d];
+    for (d = axis; d < rank; ++d) n *= dims[d];
+    total = rows * n;
+    t_rng_seed(&rng, seed);
+    x = (double *)t_xmalloc((size_t)total * sizeof(double));
+    w = (double *)t_xmalloc((size_t)total * sizeof(double));
+    y = (double *)t_xmalloc((size_t)total * sizeof(double));
+    fdx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx2 = (double *)t_xmalloc((size_t)total * sizeof(double));
+    xh = (double *)t_xmalloc((size_t)total * sizeof(double));
+    g = (double *)t_xmalloc((size_t)n * sizeof(double));
+    b = (double *)t_xmalloc((size_t)n * sizeof(double));
+    fdg = (double *)t_xmalloc((size_t)n * sizeof(double));
+    fdb = (double *)t_xmalloc((size_t)n * sizeof(double));
+    dg = (double *)t_xmalloc((size_t)n * sizeof(double));
+    db = (double *)t_xmalloc((size_t)n * sizeof(double));
+    dg2 = (double *)t_xmalloc((size_t)n * sizeof(double));
+    db2 = (double *)t_xmalloc((size_t)n * sizeof(double));
+    mean = (double *)t_xmalloc((size_t)rows * sizeof(double));
+    var = (double *)t_xmalloc((size_t)rows * sizeof(double));
+    spread = (double *)t_xmalloc((size_t)rows * sizeof(double));
+    for (i = 0; i < total; ++i) { x[i] = 0.7 + 1.5 * t_rng_normal(&rng); w[i] = t_rng_normal(&rng); }
+    for (i = 0; i < n; ++i) { g[i] = 1.0 + 0.5 * t_rng_normal(&rng); b[i] = t_rng_normal(&rng); }
+    ctx.rank = rank; ctx.dims = dims; ctx.axis = axis; ctx.eps = 1e-3;
+
+    fd_grad(ln_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
+    fd_grad(ln_fwd, &ctx, x, g, b, w, y, total, g, n, fdg);
+    fd_grad(ln_fwd, &ctx, x, g, b, w, y, total, b, n, fdb);
+
+    ref_layer_norm_stats(rank, dims, axis, f64(x, NULL), mean, var);
+    memset(&o, 0, sizeof o);
+    o.dx = dx; o.dg = dg; o.db = db;
+    ref_layer_norm_bwd(rank, dims, axis, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                       f64(mean, NULL), f64(var, NULL), f64(g, NULL), o);
+    compare_fd("diff_src", fdx, dx, total);
+    compare_fd("diff_gamma", fdg, dg, n);
+    compare_fd("diff_beta", fdb, db, n);
+
+    /* the other statistics forms give the same gradients */
+    for (r = 0; r < rows; ++r) spread[r] = 1.0 / sqrt(var[r] + ctx.eps);
+    o.dx = dx2; o.dg = dg2; o.db = db2;
+    ref_layer_norm_bwd(rank, dims, axis, NBWD_STATS_MEAN_RSTD, 12345.0, f64(x, NULL), f64(w, NULL), f64(mean, NULL),
+                       f64(spread, NULL), f64(g, NULL), o);
+    compare_exact("MEAN_RSTD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("MEAN_RSTD vs MEAN_VARIANCE diff_gamma", dg2, dg, n, 1e-12);
+    for (r = 0; r < rows; ++r) {
+        spread[r] = sqrt(var[r] + ctx.eps);
+        for (i = 0; i < n; ++i) xh[r * n + i] = (x[r * n + i] - mean[r]) / spread[r];
+    }
+    ref_layer_norm_bwd(rank, dims, axis, NBWD_STATS_XHAT_STD, 12345.0, f64(xh, NULL), f64(w, NULL), f64(NULL, NULL),
+                       f64(spread, NULL), f64(g, NULL), o);
+    compare_exact("XHAT_STD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("XHAT_STD vs MEAN_VARIANCE diff_gamma", dg2, dg, n, 1e-12);
+    compare_exact("XHAT_STD vs MEAN_VARIANCE diff_beta", db2, db, n, 0.0);
+
+    /* strided inputs (padded outer strides, a negative one, padded stats) give the same bits */
+    if (axis >= 1) {
+        int64_t sx[NBWD_MAX_RANK], sw[NBWD_MAX_RANK], sm[NBWD_MAX_RANK], sv[NBWD_MAX_RANK];
+        double *xs, *ws, *ms, *vs, *mx, *mw, *mm, *mv;
+        t_padded_strides(rank, dims, axis, 3, sx);
+        t_padded_strides(rank, dims, axis, 1, sw);
+        t_padded_strides(axis, dims, axis, 2, sm);
+        t_padded_strides(axis, dims, axis, 1, sv);
+        sx[0] = -sx[0];
+        sm[0] = -sm[0];
+        mx = to_strided(rank, dims, x, sx, &xs);
+        mw = to_strided(rank, dims, w, sw, &ws);
+        mm = to_strided(axis, dims, mean, sm, &ms);
+        mv = to_strided(axis, dims, var, sv, &vs);
+        ref_layer_norm_bwd(rank, dims, axis, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(xs, sx), f64(ws, sw), f64(ms, sm),
+                           f64(vs, sv), f64(g, NULL), o);
+        compare_exact("strided vs dense diff_src", dx2, dx, total, 0.0);
+        compare_exact("strided vs dense diff_gamma", dg2, dg, n, 0.0);
+        compare_exact("strided vs dense diff_beta", db2, db, n, 0.0);
+        free(mx); free(mw); free(mm); free(mv);
+    }
+    free(x); free(w); free(y); free(fdx); free(dx); free(dx2); free(xh); free(g); free(b); free(fdg); free(fdb);
+    free(dg); free(db); free(dg2); free(db2); free(mean); free(var); free(spread);
+}
+
+static void bn_reference_case(int rank, const int64_t *dims, nbwd_layout layout, uint64_t seed) {
+    int cd = layout == NBWD_NCX ? 1 : rank - 1, d;
+    int64_t C = dims[cd], total = 1, i, e;
+    double *x, *w, *y, *g, *b, *mean, *var, *spread, *xh, *fdx, *fdg, *fdb, *dx, *dg, *db, *dx2, *dg2, *db2;
+    bn_ctx ctx;
+    ref_out o;
+    t_rng rng;
+    for (d = 0; d < rank; ++d) total *= dims[d];
+    t_case("reference BN vs finite differences: %s rank %d C=%lld", layout == NBWD_NCX ? "NCX" : "NXC", rank,
+           (long long)C);
+    t_rng_seed(&rng, seed);
+    x = (double *)t_xmalloc((size_t)total * sizeof(double));
+    w = (double *)t_xmalloc((size_t)total * sizeof(double));
+    y = (double *)t_xmalloc((size_t)total * sizeof(double));
+    xh = (double *)t_xmalloc((size_t)total * sizeof(double));
+    fdx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx2 = (double *)t_xmalloc((size_t)total * sizeof(double));
+    g = (double *)t_xmalloc((size_t)C * sizeof(double));
+    b = (double *)t_xmalloc((size_t)C * sizeof(double));
+    mean = (double *)t_xmalloc((size_t)C * sizeof(double));
+    var = (double *)t_xmalloc((size_t)C * sizeof(double));
+    spread = (double *)t_xmalloc((size_t)C * sizeof(double));
+    fdg = (double *)t_xmalloc((size_t)C * sizeof(double));
+    fdb = (double *)t_xmalloc((size_t)C * sizeof(double));
+    dg = (double *)t_xmalloc((size_t)C * sizeof(double));
+    db = (double *)t_xmalloc((size_t)C * sizeof(double));
+    dg2 = (double *)t_xmalloc((size_t)C * sizeof(double));
+    db2 = (double *)t_xmalloc((size_t)C * sizeof(double));
+    for (i = 0; i < total; ++i) { x[i] = -0.4 + 2.0 * t_rng_normal(&rng); w[i] = t_rng_normal(&rng); }
+    for (i = 0; i < C; ++i) { g[i] = 1.0 + 0.5 * t_rng_normal(&rng); b[i] = t_rng_normal(&rng); }
+    ctx.rank = rank; ctx.dims = dims; ctx.layout = layout; ctx.eps = 1e-3;
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, g, C, fdg);
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, b, C, fdb);
+    ref_batch_norm_stats(rank, dims, layout, f64(x, NULL), mean, var);
+    memset(&o, 0, sizeof o);
+    o.dx = dx; o.dg = dg; o.db = db;
+    ref_batch_norm_bwd(rank, dims, layout, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                       f64(mean, NULL), f64(var, NULL), f64(g, NULL), o);
+    compare_fd("diff_src", fdx, dx, total);
+    compare_fd("diff_gamma", fdg, dg, C);
+    compare_fd("diff_beta", fdb, db, C);
+    /* XHAT_STD form */
+    for (i = 0; i < C; ++i) spread[i] = sqrt(var[i] + ctx.eps);
+    for (e = 0; e < total; ++e) {
+        int64_t c, lin = e, idx[NBWD_MAX_RANK];
+        for (d = rank - 1; d >= 0; --d) { idx[d] = lin % dims[d]; lin /= dims[d]; }
+        c = idx[cd];
+        xh[e] = (x[e] - mean[c]) / spread[c];
+    }
+    o.dx = dx2; o.dg = dg2; o.db = db2;
+    ref_batch_norm_bwd(rank, dims, layout, NBWD_STATS_XHAT_STD, 0.0, f64(xh, NULL), f64(w, NULL), f64(NULL, NULL),
+                       f64(spread, NULL), f64(g, NULL), o);
+    compare_exact("XHAT_STD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("XHAT_STD vs MEAN_VARIANCE diff_gamma", dg2, dg, C, 1e-12);
+    /* strided x and dy (padded outer strides, negative batch stride) */
+    {
+        int64_t sx[NBWD_MAX_RANK], sw[NBWD_MAX_RANK];
+        int dense_from = layout == NBWD_NCX ? 2 : rank - 1;
+        double *xs, *ws, *mx, *mw;
+        t_padded_strides(rank, dims, dense_from, 2, sx);
+        t_padded_strides(rank, dims, dense_from, 5, sw);
+        sx[0] = -sx[0];
+        mx = to_strided(rank, dims, x, sx, &xs);
+        mw = to_strided(rank, dims, w, sw, &ws);
+        ref_batch_norm_bwd(rank, dims, layout, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(xs, sx), f64(ws, sw),
+                           f64(mean, NULL), f64(var, NULL), f64(g, NULL), o);
+        compare_exact("strided vs dense diff_src", dx2, dx, total, 0.0);
+        compare_exact("strided vs dense diff_gamma", dg2, dg, C, 0.0);
+        compare_exact("strided vs dense diff_beta", db2, db, C, 0.0);
+        free(mx); free(mw);
+    }
+    free(x); free(w); free(y); free(xh); free(fdx); free(dx); free(dx2); free(g); free(b); free(mean); free(var);
+    free(spread); free(fdg); free(fdb); free(dg); free(db); free(dg2); free(db2);
+}
+
+void test_reference(void) {
+    static const int64_t d1[1] = {6}, d2[2] = {3, 7}, d3[3] = {2, 3, 4}, d4[4] = {2, 2, 3, 3};
+    static const int64_t b2[2] = {5, 3}, b3n[3] = {3, 2, 4}, b3x[3] = {3, 4, 2}, b4n[4] = {2, 3, 2, 2},
+                         b5x[5] = {2, 2, 1, 3, 2};
+    uint64_t seed = 42;
+    ln_reference_case(1, d1, 0, ++seed);
+    ln_reference_case(2, d2, 1, ++seed);
+    ln_reference_case(2, d2, 0, ++seed);
+    ln_reference_case(3, d3, 1, ++seed);
+    ln_reference_case(3, d3, 2, ++seed);
+    ln_reference_case(4, d4, 2, ++seed);
+    bn_reference_case(2, b2, NBWD_NXC, ++seed);
+    bn_reference_case(2, b2, NBWD_NCX, ++seed);
+    bn_reference_case(3, b3n, NBWD_NCX, ++seed);
+    bn_reference_case(3, b3x, NBWD_NXC, ++seed);
+    bn_reference_case(4, b4n, NBWD_NCX, ++seed);
+    bn_reference_case(5, b5x, NBWD_NXC, ++seed);
+}

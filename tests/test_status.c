@@ -1,0 +1,778 @@
+/* test_status.c - every status code. For each invalid argument the exact
+   status is asserted, and every output buffer (canary-filled, with guard
+   bytes) must be byte-for-byte untouched and every input unchanged. Also:
+   nbwd_status_string, the ISA controls, and caller workspaces of exactly the
+   queried size (same bits as a NULL workspace). */
+#include "nbwd_test.h"
+
+#include <float.h>
+
+/* ------------------------------------------------------------ fixture */
+/* One arena per tensor, large enough for any stride used below, so that a
+   call that wrongly proceeds writes only canary memory we check. */
+#define ARENA_ELEMS 4096
+typedef struct arena {
+    unsigned char *alloc;
+    size_t bytes;
+    char *base; /* 1024 bytes after the start: room for small negative offsets */
+} arena;
+
+static void arena_init(arena *a) {
+    a->bytes = ARENA_ELEMS * 4 + 2048;
+    a->alloc = (unsigned char *)t_xmalloc(a->bytes);
+    memset(a->alloc, T_CANARY, a->bytes);
+    a->base = (char *)a->alloc + 1024;
+}
+static void arena_fill_floats(arena *a, int64_t count, double base) { /* valid f32 inputs */
+    int64_t i;
+    for (i = 0; i < count; ++i) ((float *)a->base)[i] = (float)(base + 0.25 * (double)(i % 7) - 0.5);
+}
+static int arena_all_canary(const arena *a) {
+    size_t i;
+    for (i = 0; i < a->bytes; ++i)
+        if (a->alloc[i] != T_CANARY) return 0;
+    return 1;
+}
+
+enum { A_X, A_DY, A_M, A_V, A_G, A_B, A_DX, A_DG, A_DB, A_COUNT };
+static const char *const k_arena_names[A_COUNT] = {"src", "diff_dst", "mean", "variance", "gamma",
+                                                     "beta", "diff_src", "diff_gamma", "diff_beta"};
+static arena g_ar[A_COUNT];
+static unsigned char *g_in_snap[A_COUNT];
+
+static void fixture_reset(void) {
+    int k;
+    for (k = 0; k < A_COUNT; ++k) {
+        if (!g_ar[k].alloc) arena_init(&g_ar[k]);
+        memset(g_ar[k].alloc, T_CANARY, g_ar[k].bytes);
+    }
+    arena_fill_floats(&g_ar[A_X], 1024, 0.5);
+    arena_fill_floats(&g_ar[A_DY], 1024, -0.25);
+    arena_fill_floats(&g_ar[A_M], 256, 0.3);
+    arena_fill_floats(&g_ar[A_V], 256, 1.5); /* > 0: valid variance / rstd / std */
+    arena_fill_floats(&g_ar[A_G], 256, 1.0);
+    arena_fill_floats(&g_ar[A_B], 256, 0.0);
+}
+
+static void fixture_free(void) {
+    int k;
+    for (k = 0; k < A_COUNT; ++k) {
+        free(g_ar[k].alloc);
+        g_ar[k].alloc = NULL;
+    }
+}
+
+/* Checks that outputs are all canary and inputs unchanged since fixture_reset. */
+static void check_untouched(const char *what) {
+    int k;
+    for (k = 0; k < A_COUNT; ++k) {
+        int out = k >= A_DX;
+        if (out) {
+            CHECK(arena_all_canary(&g_ar[k]), "%s: output %s was written by a failing call", what, k_arena_names[k]);
+        } else {
+            CHECK(memcmp(g_in_snap[k], g_ar[k].alloc, g_ar[k].bytes) == 0, "%s: input %s was modified", what,
+                  k_arena_names[k]);
+        }
+    }
+}
+
+static void snap_inputs(void) {
+    int k;
+    for (k = 0; k < A_DX; ++k) {
+        if (!g_in_snap[k]) g_in_snap[k] = (unsigned char *)t_xmalloc(g_ar[k].bytes);
+        memcpy(g_in_snap[k], g_ar[k].alloc, g_ar[k].bytes);
+    }
+}
+
+/* LayerNorm: a valid dims {4, 8} f32 mean/variance call with every output. */
+static int64_t g_ln_dims[2] = {4, 8};
+static void ln_valid(nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a) {
+    fixture_reset();
+    nbwd_layer_norm_bwd_desc_init(d, 2, g_ln_dims);
+    d->isa = g_test_isa;
+    memset(a, 0, sizeof *a);
+    a->src = g_ar[A_X].base;
+    a->diff_dst = g_ar[A_DY].base;
+    a->mean = g_ar[A_M].base;
+    a->variance = g_ar[A_V].base;
+    a->gamma = g_ar[A_G].base;
+    a->beta = g_ar[A_B].base;
+    a->diff_src = g_ar[A_DX].base;
+    a->diff_gamma = g_ar[A_DG].base;
+    a->diff_beta = g_ar[A_DB].base;
+}
+
+/* Calls with an invalid setup: exact status, nothing written. desc_level:
+   the workspace query must fail the same way. */
+static void ln_expect(const char *what, const nbwd_layer_norm_bwd_desc *d, const nbwd_layer_norm_bwd_args *a,
+                      void *ws, size_t ws_bytes, nbwd_status want, int desc_level) {
+    nbwd_status s;
+    t_case("LN status: %s (isa %s)", what, nbwd_isa_name(g_test_isa));
+    snap_inputs();
+    s = nbwd_layer_norm_bwd(d, a, ws, ws_bytes);
+    CHECK_STATUS(s, want);
+    if (want != NBWD_OK) check_untouched(what);
+    if (desc_level && d) {
+        size_t bytes = 12345;
+        s = nbwd_layer_norm_bwd_workspace_size(d, &bytes);
+        CHECK_STATUS(s, want);
+        if (want != NBWD_OK) CHECK(bytes == 12345, "workspace query wrote its result on failure");
+    }
+}
+
+static nbwd_isa unsupported_isa(void) {
+    int i;
+    for (i = NBWD_ISA_SCALAR; i < NBWD_ISA_COUNT; ++i)
+        if (!nbwd_isa_supported((nbwd_isa)i)) return (nbwd_isa)i;
+    return NBWD_ISA_AUTO;
+}
+
+static void ln_status_cases(void) {
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_layer_norm_bwd_args a;
+    static const nbwd_dtype bad_combos[][3] = {
+        {NBWD_F32, NBWD_F16, NBWD_F32},  {NBWD_F32, NBWD_BF16, NBWD_F32}, {NBWD_F32, NBWD_F32, NBWD_F16},
+        {NBWD_F32, NBWD_F32, NBWD_BF16}, {NBWD_F16, NBWD_BF16, NBWD_F32}, {NBWD_F16, NBWD_F32, NBWD_BF16},
+        {NBWD_BF16, NBWD_F16, NBWD_F32}, {NBWD_BF16, NBWD_F32, NBWD_F16}, {NBWD_F32, NBWD_F16, NBWD_F16},
+    };
+    int64_t st_bad_inner[2] = {16, 2}, st_zero_rows[2] = {0, 1}, st_overlap_rows[2] = {4, 1};
+    int64_t st_pad[2] = {16, 1};
+    int k;
+    size_t need = 0;
+
+    /* NULL pointers */
+    ln_valid(&d, &a);
+    ln_expect("desc NULL", NULL, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    {
+        size_t bytes = 0;
+        t_case("LN status: workspace_size(NULL desc / NULL bytes)");
+        CHECK_STATUS(nbwd_layer_norm_bwd_workspace_size(NULL, &bytes), NBWD_ERR_NULL_POINTER);
+        CHECK_STATUS(nbwd_layer_norm_bwd_workspace_size(&d, NULL), NBWD_ERR_NULL_POINTER);
+    }
+    ln_expect("args NULL", &d, NULL, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.src = NULL; ln_expect("src NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.diff_dst = NULL; ln_expect("diff_dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.mean = NULL; ln_expect("mean NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.variance = NULL; ln_expect("variance NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.gamma = NULL;
+    ln_expect("gamma NULL with affine and diff_src", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.gamma = NULL; a.diff_src = NULL;
+    ln_expect("gamma NULL without diff_src (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = a.variance; a.variance = NULL; a.rstd = NULL;
+    ln_expect("rstd NULL (MEAN_RSTD)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL; a.mean = NULL;
+    a.xhat = NULL; a.src = NULL;
+    ln_expect("xhat NULL (XHAT_STD)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_XHAT_STD; a.xhat = a.src; a.src = NULL; a.mean = NULL;
+    a.variance = NULL;
+    ln_expect("std NULL (XHAT_STD)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); a.diff_src = NULL; a.diff_gamma = NULL; a.diff_beta = NULL;
+    ln_expect("no outputs at all (valid no-op)", &d, &a, NULL, 0, NBWD_OK, 0);
+    check_untouched("no outputs at all");
+
+    /* rank, axis */
+    ln_valid(&d, &a); d.rank = 0; ln_expect("rank 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.rank = -1; ln_expect("rank -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.rank = NBWD_MAX_RANK + 1;
+    ln_expect("rank > NBWD_MAX_RANK", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.begin_norm_axis = 2; ln_expect("axis = rank", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.begin_norm_axis = -3; ln_expect("axis = -rank-1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.begin_norm_axis = INT64_MIN;
+    ln_expect("axis = INT64_MIN", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.begin_norm_axis = ((int64_t)1 << 32);
+    ln_expect("axis = 2^32", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.begin_norm_axis = -2; ln_expect("axis = -rank (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+
+    /* epsilon */
+    {
+        static const float bad_eps[] = {0.0f, -0.0f, -1e-5f};
+        for (k = 0; k < 3; ++k) {
+            char w[64];
+            ln_valid(&d, &a);
+            d.epsilon = bad_eps[k];
+            snprintf(w, sizeof w, "epsilon %g (MEAN_VARIANCE)", (double)bad_eps[k]);
+            ln_expect(w, &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+        }
+        ln_valid(&d, &a); d.epsilon = (float)NAN; ln_expect("epsilon NaN", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+        ln_valid(&d, &a); d.epsilon = (float)INFINITY;
+        ln_expect("epsilon +inf", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+        ln_valid(&d, &a); d.epsilon = FLT_MIN / 4; /* a subnormal is > 0 */
+        ln_expect("epsilon subnormal (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        ln_valid(&d, &a); d.epsilon = (float)NAN; d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = a.variance;
+        a.variance = NULL;
+        ln_expect("epsilon NaN in MEAN_RSTD (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        ln_valid(&d, &a); d.epsilon = -1.0f; d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance;
+        a.variance = NULL; a.xhat = a.src; a.src = NULL; a.mean = NULL;
+        ln_expect("epsilon -1 in XHAT_STD (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    }
+
+    /* enums, flags, threads */
+    ln_valid(&d, &a); d.data_dtype = (nbwd_dtype)3; ln_expect("data_dtype 3", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    ln_valid(&d, &a); d.data_dtype = (nbwd_dtype)-1;
+    ln_expect("data_dtype -1", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    ln_valid(&d, &a); d.stats_dtype = (nbwd_dtype)7;
+    ln_expect("stats_dtype 7", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    ln_valid(&d, &a); d.param_dtype = (nbwd_dtype)99;
+    ln_expect("param_dtype 99", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)3;
+    ln_expect("stats_form 3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)-1;
+    ln_expect("stats_form -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.isa = NBWD_ISA_COUNT; ln_expect("isa NBWD_ISA_COUNT", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.isa = (nbwd_isa)-1; ln_expect("isa -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.flags = 2u; ln_expect("flags bit 1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.flags = 0x80000000u | NBWD_ACCUMULATE_PARAM_GRADS;
+    ln_expect("flags bit 31", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.num_threads = -1; ln_expect("num_threads -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+
+    /* shapes */
+    ln_valid(&d, &a); d.dims[1] = -8; ln_expect("dims {4, -8}", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    ln_valid(&d, &a); d.dims[0] = -1; ln_expect("dims {-1, 8}", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    ln_valid(&d, &a); d.dims[0] = (int64_t)1 << 40; d.dims[1] = (int64_t)1 << 40;
+    ln_expect("dims {2^40, 2^40}: element count overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    ln_valid(&d, &a); d.dims[0] = INT64_MAX; d.dims[1] = 2;
+    ln_expect("dims {INT64_MAX, 2}", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    ln_valid(&d, &a); d.rank = 4; d.dims[0] = d.dims[1] = d.dims[2] = d.dims[3] = 65536;
+    d.begin_norm_axis = 3;
+    ln_expect("dims 65536^4 = 2^64", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    {
+        int64_t st_huge[2] = {(int64_t)1 << 62, 1}, st_mean_huge[1] = {INT64_MAX / 2};
+        ln_valid(&d, &a); d.src_strides = st_huge;
+        ln_expect("src outer stride 2^62: byte extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        ln_valid(&d, &a); d.mean_strides = st_mean_huge;
+        ln_expect("mean stride INT64_MAX/2: byte extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    }
+
+    /* entries past rank are never read: garbage dims there, and stride arrays
+       of exactly rank (stats: axis) entries on the heap, so that an
+       AddressSanitizer build catches a read past them */
+    {
+        int64_t *sx = (int64_t *)t_xmalloc(2 * sizeof(int64_t)), *sm = (int64_t *)t_xmalloc(sizeof(int64_t));
+        int64_t *sv = (int64_t *)t_xmalloc(sizeof(int64_t));
+        sx[0] = 8; sx[1] = 1; sm[0] = 1; sv[0] = 1;
+        ln_valid(&d, &a);
+        for (k = 2; k < NBWD_MAX_RANK; ++k) d.dims[k] = -7;
+        d.src_strides = d.diff_dst_strides = d.diff_src_strides = sx;
+        d.mean_strides = sm;
+        d.var_strides = sv;
+        ln_expect("garbage dims past rank, stride arrays of exactly rank entries (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        free(sx); free(sm); free(sv);
+    }
+
+    /* dtype combinations outside the table */
+    for (k = 0; k < (int)(sizeof bad_combos / sizeof bad_combos[0]); ++k) {
+        char w[96];
+        ln_valid(&d, &a);
+        d.data_dtype = bad_combos[k][0]; d.stats_dtype = bad_combos[k][1]; d.param_dtype = bad_combos[k][2];
+        snprintf(w, sizeof w, "dtype combo %s/%s/%s", t_dtype_name(bad_combos[k][0]), t_dtype_name(bad_combos[k][1]),
+                 t_dtype_name(bad_combos[k][2]));
+        ln_expect(w, &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    }
+
+    /* strides */
+    ln_valid(&d, &a); d.src_strides = st_bad_inner;
+    ln_expect("src normalized block not dense (inner stride 2)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    ln_valid(&d, &a); d.diff_dst_strides = st_bad_inner;
+    ln_expect("diff_dst normalized block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    ln_valid(&d, &a); d.diff_src_strides = st_bad_inner;
+    ln_expect("diff_src normalized block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    {
+        int64_t dims3[3] = {2, 4, 8}, st3[3] = {100, 10, 1}, st3ok[3] = {100, 8, 1};
+        ln_valid(&d, &a); nbwd_layer_norm_bwd_desc_init(&d, 3, dims3); d.isa = g_test_isa; d.begin_norm_axis = 1;
+        d.src_strides = st3;
+        ln_expect("rank 3 axis 1: block {4, 8} with stride 10 on dim 1", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        d.src_strides = st3ok;
+        ln_expect("rank 3 axis 1: block dense, outer stride 100 (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    }
+    {
+        int64_t dims3[3] = {4, 1, 8}, st3[3] = {8, 0, 1};
+        ln_valid(&d, &a); nbwd_layer_norm_bwd_desc_init(&d, 3, dims3); d.isa = g_test_isa; d.begin_norm_axis = 1;
+        d.src_strides = st3; d.diff_src_strides = st3;
+        ln_expect("size-1 dim with stride 0 inside the block (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    }
+    ln_valid(&d, &a); d.src_strides = st_zero_rows;
+    ln_expect("src outer stride 0 (input broadcast: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); d.diff_src_strides = st_zero_rows;
+    ln_expect("diff_src outer stride 0 over 4 rows (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    ln_valid(&d, &a); d.diff_src_strides = st_overlap_rows;
+    ln_expect("diff_src rows 4 apart, 8 long (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    ln_valid(&d, &a); d.diff_src_strides = st_pad;
+    ln_expect("diff_src padded rows (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    {
+        int64_t dims3[3] = {3, 5, 8}, st_sw[3] = {8, 24, 1}, st_bad[3] = {8, 16, 1};
+        ln_valid(&d, &a); nbwd_layer_norm_bwd_desc_init(&d, 3, dims3); d.isa = g_test_isa;
+        d.diff_src_strides = st_sw;
+        ln_expect("diff_src outer dims transposed (no overlap: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        fixture_reset(); /* the valid call wrote the outputs */
+        d.diff_src_strides = st_bad;
+        ln_expect("diff_src outer dims interleaved (overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    }
+
+    /* aliasing */
+    ln_valid(&d, &a); a.diff_beta = a.diff_gamma;
+    ln_expect("diff_beta == diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_beta = (char *)a.diff_gamma + 4 * 7;
+    ln_expect("diff_beta overlaps the end of diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (char *)g_ar[A_DY].base + 4;
+    ln_expect("diff_src = diff_dst + 1 element", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (char *)g_ar[A_DY].base - 4 * 31;
+    ln_expect("diff_src ends 1 element into diff_dst", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (char *)g_ar[A_DY].base - 4 * 32;
+    ln_expect("diff_src ends right before diff_dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); a.diff_src = (void *)a.diff_dst; d.diff_dst_strides = st_pad;
+    ln_expect("diff_src same base as diff_dst, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (void *)a.diff_dst; d.diff_dst_strides = st_pad; d.diff_src_strides = st_pad;
+    ln_expect("diff_src == diff_dst, same strides (in-place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); a.diff_src = (void *)a.src;
+    ln_expect("diff_src == src (in-place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); a.diff_src = (char *)g_ar[A_X].base + 4 * 8;
+    ln_expect("diff_src = src + 1 row", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (void *)a.mean;
+    ln_expect("diff_src overlaps mean", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_src = (char *)g_ar[A_V].base - 4 * 30;
+    ln_expect("diff_src overlaps variance", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_gamma = (void *)a.gamma;
+    ln_expect("diff_gamma == gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_beta = (void *)a.beta;
+    ln_expect("diff_beta == beta", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_gamma = (char *)g_ar[A_X].base + 4 * 20;
+    ln_expect("diff_gamma inside src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_beta = (char *)g_ar[A_DX].base + 4 * 24;
+    ln_expect("diff_beta inside diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    ln_valid(&d, &a); a.diff_gamma = (char *)g_ar[A_M].base + 4;
+    ln_expect("diff_gamma overlaps mean", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+
+    /* affine and form mismatches */
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_beta = NULL;
+    ln_expect("diff_gamma without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL;
+    ln_expect("diff_beta without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL; a.diff_beta = NULL; a.gamma = NULL;
+    ln_expect("no affine, diff_src only (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    ln_valid(&d, &a); a.rstd = g_ar[A_V].base + 512;
+    ln_expect("rstd given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); a.rstd = a.variance; /* README: a statistics tensor of another form given */
+    ln_expect("rstd given with MEAN_VARIANCE, same pointer as variance", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); a.std = g_ar[A_V].base + 512;
+    ln_expect("std given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); a.xhat = g_ar[A_X].base;
+    ln_expect("xhat given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = g_ar[A_V].base + 512;
+    ln_expect("variance given with MEAN_RSTD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL; a.xhat = a.src;
+    ln_expect("src and mean given with XHAT_STD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL; a.xhat = a.src;
+    a.src = NULL;
+    ln_expect("mean given with XHAT_STD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+
+    /* workspace */
+    ln_valid(&d, &a);
+    t_case("LN status: workspace query");
+    CHECK_STATUS(nbwd_layer_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0) {
+        unsigned char *ws = (unsigned char *)t_xmalloc(need + 64);
+        memset(ws, T_CANARY, need + 64);
+        ln_expect("workspace one byte short", &d, &a, ws, need - 1, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        ln_expect("workspace of 0 bytes (non-NULL)", &d, &a, ws, 0, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        ln_expect("workspace exactly the queried size", &d, &a, ws, need, NBWD_OK, 0);
+        free(ws);
+    }
+
+    /* the internal workspace allocation fails (NORM_BWD_MALLOC hook, impl.c) */
+    ln_valid(&d, &a);
+    if (need > 0) {
+        g_malloc_fail = 1;
+        ln_expect("NULL workspace and the allocation fails", &d, &a, NULL, 0, NBWD_ERR_OUT_OF_MEMORY, 0);
+        g_malloc_fail = 0;
+    }
+
+    /* an ISA that cannot run here */
+    {
+        nbwd_isa bad = unsupported_isa();
+        if (bad != NBWD_ISA_AUTO) {
+            ln_valid(&d, &a); d.isa = bad;
+            ln_expect("desc.isa not supported here", &d, &a, NULL, 0, NBWD_ERR_UNSUPPORTED, 0);
+        } else {
+            printf("  note: every ISA path is supported in this build; the UNSUPPORTED case is not exercised\n");
+        }
+    }
+}
+
+/* ------------------------------------------------------------ BatchNorm */
+static void bn_valid(nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, nbwd_layout layout) {
+    static const int64_t dims_ncx[3] = {2, 4, 5}, dims_nxc[3] = {2, 5, 4}; /* N = 2, C = 4, X = 5 */
+    fixture_reset();
+    nbwd_batch_norm_bwd_desc_init(d, 3, layout == NBWD_NCX ? dims_ncx : dims_nxc, layout, 1e-5f);
+    d->isa = g_test_isa;
+    memset(a, 0, sizeof *a);
+    a->src = g_ar[A_X].base;
+    a->diff_dst = g_ar[A_DY].base;
+    a->mean = g_ar[A_M].base;
+    a->variance = g_ar[A_V].base;
+    a->gamma = g_ar[A_G].base;
+    a->diff_src = g_ar[A_DX].base;
+    a->diff_gamma = g_ar[A_DG].base;
+    a->diff_beta = g_ar[A_DB].base;
+}
+
+static void bn_expect(const char *what, const nbwd_batch_norm_bwd_desc *d, const nbwd_batch_norm_bwd_args *a,
+                      void *ws, size_t ws_bytes, nbwd_status want, int desc_level) {
+    nbwd_status s;
+    t_case("BN status: %s (%s, isa %s)", what, d && d->layout == NBWD_NCX ? "NCX" : "NXC", nbwd_isa_name(g_test_isa));
+    snap_inputs();
+    s = nbwd_batch_norm_bwd(d, a, ws, ws_bytes);
+    CHECK_STATUS(s, want);
+    if (want != NBWD_OK) check_untouched(what);
+    if (desc_level && d) {
+        size_t bytes = 12345;
+        s = nbwd_batch_norm_bwd_workspace_size(d, &bytes);
+        CHECK_STATUS(s, want);
+        if (want != NBWD_OK) CHECK(bytes == 12345, "workspace query wrote its result on failure");
+    }
+}
+
+static void bn_status_cases(nbwd_layout L) {
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    int64_t st_inner2_ncx[3] = {40, 10, 2}, st_inner2_nxc[3] = {40, 8, 2};
+    int64_t st_n0_ncx[3] = {0, 5, 1}, st_n0_nxc[3] = {0, 4, 1};
+    int64_t st_pad_ncx[3] = {30, 7, 1}, st_pad_nxc[3] = {40, 6, 1};
+    const int64_t *st_inner2 = L == NBWD_NCX ? st_inner2_ncx : st_inner2_nxc;
+    const int64_t *st_n0 = L == NBWD_NCX ? st_n0_ncx : st_n0_nxc;
+    const int64_t *st_pad = L == NBWD_NCX ? st_pad_ncx : st_pad_nxc;
+    size_t need = 0;
+    int k;
+
+    bn_valid(&d, &a, L);
+    bn_expect("valid call", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_valid(&d, &a, L);
+    bn_expect("desc NULL", NULL, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    {
+        size_t bytes = 0;
+        t_case("BN status: workspace_size(NULL desc / NULL bytes)");
+        CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(NULL, &bytes), NBWD_ERR_NULL_POINTER);
+        CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, NULL), NBWD_ERR_NULL_POINTER);
+    }
+    bn_expect("args NULL", &d, NULL, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_valid(&d, &a, L); a.src = NULL; bn_expect("src NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_valid(&d, &a, L); a.diff_dst = NULL; bn_expect("diff_dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_valid(&d, &a, L); a.mean = NULL; bn_expect("mean NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_valid(&d, &a, L); a.variance = NULL; bn_expect("variance NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_valid(&d, &a, L); a.gamma = NULL; bn_expect("gamma NULL (optional: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); a.diff_src = NULL;
+    bn_expect("diff_src NULL, params only (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); a.diff_gamma = NULL; a.diff_beta = NULL;
+    bn_expect("diff_src only (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); a.diff_beta = NULL;
+    bn_expect("diff_gamma without diff_beta", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_valid(&d, &a, L); a.diff_gamma = NULL;
+    bn_expect("diff_beta without diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+
+    {
+        int64_t *st = (int64_t *)t_xmalloc(3 * sizeof(int64_t));
+        memcpy(st, L == NBWD_NCX ? st_pad_ncx : st_pad_nxc, 3 * sizeof(int64_t));
+        bn_valid(&d, &a, L);
+        for (k = 3; k < NBWD_MAX_RANK; ++k) d.dims[k] = -7;
+        d.src_strides = d.diff_dst_strides = d.diff_src_strides = st;
+        a.diff_src = (void *)a.diff_dst; /* in place: the same pointer and strides */
+        bn_expect("garbage dims past rank, stride arrays of exactly rank entries (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        free(st);
+    }
+    bn_valid(&d, &a, L); d.rank = 1; bn_expect("rank 1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.rank = 0; bn_expect("rank 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.rank = NBWD_MAX_RANK + 1;
+    bn_expect("rank > NBWD_MAX_RANK", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.layout = (nbwd_layout)2; bn_expect("layout 2", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.layout = (nbwd_layout)-1; bn_expect("layout -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = 0.0f; bn_expect("epsilon 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = -1.0f; bn_expect("epsilon -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = (float)NAN; bn_expect("epsilon NaN", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = -(float)INFINITY;
+    bn_expect("epsilon -inf", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = (float)INFINITY;
+    bn_expect("epsilon +inf", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.epsilon = 0.0f; d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = a.variance;
+    a.variance = NULL;
+    bn_expect("epsilon 0 with MEAN_RSTD (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_valid(&d, &a, L); d.data_dtype = (nbwd_dtype)5; bn_expect("data_dtype 5", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    bn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)9;
+    bn_expect("stats_form 9", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.isa = (nbwd_isa)77; bn_expect("isa 77", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.flags = 4u; bn_expect("flags bit 2", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.num_threads = -3; bn_expect("num_threads -3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.dims[2] = -1; bn_expect("negative dim", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    bn_valid(&d, &a, L); d.dims[0] = (int64_t)1 << 31; d.dims[1] = (int64_t)1 << 31; d.dims[2] = (int64_t)1 << 31;
+    bn_expect("dims 2^31 x 2^31 x 2^31 overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    for (k = 0; k < 3; ++k) {
+        static const nbwd_dtype bad[3][3] = {{NBWD_F32, NBWD_BF16, NBWD_F32},
+                                             {NBWD_F16, NBWD_F32, NBWD_BF16},
+                                             {NBWD_BF16, NBWD_F16, NBWD_BF16}};
+        bn_valid(&d, &a, L);
+        d.data_dtype = bad[k][0]; d.stats_dtype = bad[k][1]; d.param_dtype = bad[k][2];
+        bn_expect("bad dtype combination", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    }
+    bn_valid(&d, &a, L); d.src_strides = st_inner2;
+    bn_expect("src normalized block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_valid(&d, &a, L); d.diff_src_strides = st_inner2;
+    bn_expect("diff_src normalized block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_valid(&d, &a, L); d.src_strides = st_n0;
+    bn_expect("src batch stride 0 (input: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); d.diff_src_strides = st_n0;
+    bn_expect("diff_src batch stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    bn_valid(&d, &a, L); d.diff_src_strides = st_pad; d.src_strides = st_pad;
+    bn_expect("padded outer strides (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); a.diff_src = (char *)g_ar[A_DY].base + 8;
+    bn_expect("diff_src = diff_dst + 2 elements", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_src = (void *)a.diff_dst;
+    bn_expect("diff_src == diff_dst (in-place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_valid(&d, &a, L); a.diff_src = (void *)a.src; d.src_strides = st_pad;
+    bn_expect("diff_src same base as src, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_beta = a.diff_gamma;
+    bn_expect("diff_beta == diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_beta = (char *)a.diff_gamma + 12;
+    bn_expect("diff_beta overlaps diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_gamma = (void *)a.mean;
+    bn_expect("diff_gamma == mean", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_beta = (void *)a.gamma;
+    bn_expect("diff_beta == gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.diff_gamma = (char *)g_ar[A_DX].base + 4 * 10;
+    bn_expect("diff_gamma inside diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_valid(&d, &a, L); a.rstd = g_ar[A_V].base + 512;
+    bn_expect("rstd given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_valid(&d, &a, L); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL;
+    a.xhat = a.src; a.src = NULL;
+    bn_expect("mean given with XHAT_STD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_valid(&d, &a, L);
+    t_case("BN status: workspace query");
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0) {
+        unsigned char *ws = (unsigned char *)t_xmalloc(need + 64);
+        bn_expect("workspace one byte short", &d, &a, ws, need - 1, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        bn_expect("workspace exactly the queried size", &d, &a, ws, need, NBWD_OK, 0);
+        free(ws);
+    }
+    bn_valid(&d, &a, L);
+    if (need > 0) {
+        g_malloc_fail = 1;
+        bn_expect("NULL workspace and the allocation fails", &d, &a, NULL, 0, NBWD_ERR_OUT_OF_MEMORY, 0);
+        g_malloc_fail = 0;
+    }
+    {
+        nbwd_isa bad = unsupported_isa();
+        if (bad != NBWD_ISA_AUTO) {
+            bn_valid(&d, &a, L); d.isa = bad;
+            bn_expect("desc.isa not supported here", &d, &a, NULL, 0, NBWD_ERR_UNSUPPORTED, 0);
+        }
+    }
+}
+
+/* --------------------------------------------------- strings, ISA control */
+static void status_strings(void) {
+    int i, j;
+    t_case("nbwd_status_string");
+    for (i = 0; i < (int)NBWD_STATUS_COUNT; ++i) {
+        const char *s = nbwd_status_string((nbwd_status)i);
+        CHECK(s && s[0], "status %d: empty or NULL string", i);
+        for (j = 0; j < i; ++j) {
+            const char *o = nbwd_status_string((nbwd_status)j);
+            CHECK(!s || !o || strcmp(s, o) != 0, "status %d and %d share the string \"%s\"", i, j, s ? s : "");
+        }
+    }
+    {
+        static const int out_of_range[] = {-1, (int)NBWD_STATUS_COUNT, 1000, -1000000};
+        for (i = 0; i < 4; ++i) {
+            const char *s = nbwd_status_string((nbwd_status)out_of_range[i]);
+            CHECK(s && s[0], "status %d (out of range): NULL or empty string", out_of_range[i]);
+            for (j = 0; s && j < (int)NBWD_STATUS_COUNT; ++j)
+                CHECK(strcmp(s, nbwd_status_string((nbwd_status)j)) != 0,
+                      "out-of-range status %d reads like a valid status (\"%s\")", out_of_range[i], s);
+        }
+    }
+    CHECK(NBWD_OK == 0, "NBWD_OK must be 0");
+}
+
+static void isa_controls(void) {
+    int i;
+    nbwd_isa active;
+    t_case("ISA controls");
+    CHECK(nbwd_isa_supported(NBWD_ISA_SCALAR), "the scalar path must always be supported");
+    CHECK(!nbwd_isa_supported(NBWD_ISA_COUNT) && !nbwd_isa_supported((nbwd_isa)-1),
+          "out-of-range ISA values must not be supported");
+    for (i = 0; i <= NBWD_ISA_COUNT; ++i) {
+        const char *n = nbwd_isa_name((nbwd_isa)i);
+        CHECK(n && n[0], "nbwd_isa_name(%d) empty", i);
+    }
+    active = nbwd_active_isa();
+    CHECK(nbwd_isa_supported(active), "active ISA %s is not supported", nbwd_isa_name(active));
+    for (i = NBWD_ISA_SCALAR; i < NBWD_ISA_COUNT; ++i) {
+        nbwd_status s = nbwd_force_isa((nbwd_isa)i);
+        if (nbwd_isa_supported((nbwd_isa)i)) {
+            CHECK_STATUS(s, NBWD_OK);
+            CHECK(nbwd_active_isa() == (nbwd_isa)i, "after nbwd_force_isa(%s) the active ISA is %s",
+                  nbwd_isa_name((nbwd_isa)i), nbwd_isa_name(nbwd_active_isa()));
+        } else {
+            CHECK_STATUS(s, NBWD_ERR_UNSUPPORTED);
+        }
+    }
+    CHECK_STATUS(nbwd_force_isa(NBWD_ISA_AUTO), NBWD_OK);
+    CHECK(nbwd_active_isa() == active, "nbwd_force_isa(AUTO) did not restore %s (now %s)", nbwd_isa_name(active),
+          nbwd_isa_name(nbwd_active_isa()));
+    CHECK_STATUS(nbwd_force_isa((nbwd_isa)NBWD_ISA_COUNT), NBWD_ERR_UNSUPPORTED);
+    CHECK(nbwd_active_isa() == active, "a failed nbwd_force_isa changed the active ISA");
+}
+
+/* --------------------------------------- caller workspace == NULL workspace */
+static void workspace_same_bits(void) {
+    static const int64_t ln_shapes[4][2] = {{7, 33}, {300, 64}, {3, 4097}, {2000, 24}};
+    int s, k, o;
+    t_rng rng;
+    t_rng_seed(&rng, 777);
+    for (s = 0; s < 4; ++s)
+        for (k = 0; k < T_NCOMBOS; k += 4)
+            for (o = 0; o < 3; ++o) { /* every output / diff_src only / params only */
+                nbwd_layer_norm_bwd_desc d;
+                nbwd_layer_norm_bwd_args a;
+                t_buf x, dy, m, v, g, dx1, dx2, dg1, dg2, db1, db2;
+                int64_t rows = ln_shapes[s][0], n = ln_shapes[s][1], i;
+                size_t need = 0;
+                unsigned char *ws;
+                t_case("LN caller workspace of exactly the queried size vs NULL: %lldx%lld dt=%s outputs=%d",
+                       (long long)rows, (long long)n, t_dtype_name(t_combos[k].dt), o);
+                t_buf_alloc(&x, 2, ln_shapes[s], NULL, t_combos[k].dt);
+                t_buf_alloc(&dy, 2, ln_shapes[s], NULL, t_combos[k].dt);
+                t_buf_alloc(&dx1, 2, ln_shapes[s], NULL, t_combos[k].dt);
+                t_buf_alloc(&dx2, 2, ln_shapes[s], NULL, t_combos[k].dt);
+                t_buf_alloc(&m, 1, &rows, NULL, t_combos[k].sdt);
+                t_buf_alloc(&v, 1, &rows, NULL, t_combos[k].sdt);
+                t_buf_alloc(&g, 1, &n, NULL, t_combos[k].pdt);
+                t_buf_alloc(&dg1, 1, &n, NULL, t_combos[k].pdt);
+                t_buf_alloc(&dg2, 1, &n, NULL, t_combos[k].pdt);
+                t_buf_alloc(&db1, 1, &n, NULL, t_combos[k].pdt);
+                t_buf_alloc(&db2, 1, &n, NULL, t_combos[k].pdt);
+                t_buf_fill_normal(&x, &rng, 0.0, 1.0);
+                t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
+                t_buf_fill_normal(&g, &rng, 1.0, 0.3);
+                for (i = 0; i < rows; ++i) { t_buf_set(&m, i, 0.1 * t_rng_normal(&rng)); t_buf_set(&v, i, 0.9); }
+                nbwd_layer_norm_bwd_desc_init(&d, 2, ln_shapes[s]);
+                d.data_dtype = t_combos[k].dt; d.stats_dtype = t_combos[k].sdt; d.param_dtype = t_combos[k].pdt;
+                d.isa = g_test_isa;
+                CHECK_STATUS(nbwd_layer_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+                ws = (unsigned char *)t_xmalloc(need + 1);
+                memset(&a, 0, sizeof a);
+                a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+                a.diff_src = o != 2 ? dx1.base : NULL;
+                a.diff_gamma = o != 1 ? dg1.base : NULL;
+                a.diff_beta = o != 1 ? db1.base : NULL;
+                CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+                a.diff_src = o != 2 ? dx2.base : NULL;
+                a.diff_gamma = o != 1 ? dg2.base : NULL;
+                a.diff_beta = o != 1 ? db2.base : NULL;
+                CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, ws + 1, need), NBWD_OK); /* odd address, exact size */
+                CHECK(memcmp(dx1.alloc, dx2.alloc, dx1.alloc_bytes) == 0, "diff_src differs with a caller workspace");
+                CHECK(memcmp(dg1.alloc, dg2.alloc, dg1.alloc_bytes) == 0 &&
+                          memcmp(db1.alloc, db2.alloc, db1.alloc_bytes) == 0,
+                      "diff_gamma/diff_beta differ with a caller workspace");
+                free(ws);
+                t_buf_free(&x); t_buf_free(&dy); t_buf_free(&dx1); t_buf_free(&dx2); t_buf_free(&m);
+                t_buf_free(&v); t_buf_free(&g); t_buf_free(&dg1); t_buf_free(&dg2); t_buf_free(&db1);
+                t_buf_free(&db2);
+            }
+    for (s = 0; s < 4; ++s) { /* BatchNorm: NCX, NXC, C < and > thread counts */
+        static const int64_t bn_shapes[4][4] = {{4, 3, 10, 10}, {4, 10, 10, 3}, {16, 64, 5, 5}, {64, 1, 33, 2}};
+        nbwd_layout L = s % 2 ? NBWD_NXC : NBWD_NCX;
+        nbwd_batch_norm_bwd_desc d;
+        nbwd_batch_norm_bwd_args a;
+        t_buf x, dy, m, v, g, dx1, dx2, dg1, dg2, db1, db2;
+        int64_t C = L == NBWD_NCX ? bn_shapes[s][1] : bn_shapes[s][3], i;
+        size_t need = 0;
+        unsigned char *ws;
+        t_case("BN caller workspace of exactly the queried size vs NULL: shape %d %s", s, L == NBWD_NCX ? "NCX" : "NXC");
+        t_buf_alloc(&x, 4, bn_shapes[s], NULL, NBWD_F32);
+        t_buf_alloc(&dy, 4, bn_shapes[s], NULL, NBWD_F32);
+        t_buf_alloc(&dx1, 4, bn_shapes[s], NULL, NBWD_F32);
+        t_buf_alloc(&dx2, 4, bn_shapes[s], NULL, NBWD_F32);
+        t_buf_alloc(&m, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&v, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&g, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&dg1, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&dg2, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&db1, 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&db2, 1, &C, NULL, NBWD_F32);
+        t_buf_fill_normal(&x, &rng, 0.0, 1.0);
+        t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
+        for (i = 0; i < C; ++i) {
+            t_buf_set(&m, i, 0.1 * t_rng_normal(&rng));
+            t_buf_set(&v, i, 1.1);
+            t_buf_set(&g, i, 1.0 + 0.2 * t_rng_normal(&rng));
+        }
+        nbwd_batch_norm_bwd_desc_init(&d, 4, bn_shapes[s], L, 1e-5f);
+        d.isa = g_test_isa;
+        CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+        ws = (unsigned char *)t_xmalloc(need + 3);
+        memset(&a, 0, sizeof a);
+        a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+        a.diff_src = dx1.base; a.diff_gamma = dg1.base; a.diff_beta = db1.base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        a.diff_src = dx2.base; a.diff_gamma = dg2.base; a.diff_beta = db2.base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, ws + 3, need), NBWD_OK);
+        CHECK(memcmp(dx1.alloc, dx2.alloc, dx1.alloc_bytes) == 0 && memcmp(dg1.alloc, dg2.alloc, dg1.alloc_bytes) == 0 &&
+                  memcmp(db1.alloc, db2.alloc, db1.alloc_bytes) == 0,
+              "outputs differ with a caller workspace");
+        free(ws);
+        t_buf_free(&x); t_buf_free(&dy); t_buf_free(&dx1); t_buf_free(&dx2); t_buf_free(&m); t_buf_free(&v);
+        t_buf_free(&g); t_buf_free(&dg1); t_buf_free(&dg2); t_buf_free(&db1); t_buf_free(&db2);
+    }
+}
+
+/* The documented defaults of the descriptor initializers. */
+static void desc_defaults(void) {
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_desc b;
+    int64_t dims[NBWD_MAX_RANK + 2];
+    int k, ok = 1;
+    for (k = 0; k < NBWD_MAX_RANK + 2; ++k) dims[k] = 100 + k;
+    t_case("desc_init defaults");
+    memset(&d, 0x5a, sizeof d);
+    nbwd_layer_norm_bwd_desc_init(&d, 3, dims);
+    CHECK(d.rank == 3 && d.dims[0] == 100 && d.dims[1] == 101 && d.dims[2] == 102, "LN desc_init: rank/dims");
+    CHECK(d.begin_norm_axis == -1 && d.use_affine == 1 && d.epsilon == 1e-5f,
+          "LN desc_init: axis %lld affine %d epsilon %g (want -1, 1, 1e-5)", (long long)d.begin_norm_axis, d.use_affine,
+          (double)d.epsilon);
+    CHECK(d.stats_form == NBWD_STATS_MEAN_VARIANCE && d.data_dtype == NBWD_F32 && d.stats_dtype == NBWD_F32 &&
+              d.param_dtype == NBWD_F32 && d.flags == 0 && d.num_threads == 0 && d.isa == NBWD_ISA_AUTO,
+          "LN desc_init: form/dtypes/flags/threads/isa defaults");
+    CHECK(!d.src_strides && !d.diff_dst_strides && !d.diff_src_strides && !d.mean_strides && !d.var_strides,
+          "LN desc_init: strides must default to NULL (dense)");
+    memset(&b, 0x5a, sizeof b);
+    nbwd_batch_norm_bwd_desc_init(&b, 4, dims, NBWD_NCX, 0.25f);
+    CHECK(b.rank == 4 && b.dims[3] == 103 && b.layout == NBWD_NCX && b.epsilon == 0.25f, "BN desc_init: rank/dims/layout/eps");
+    CHECK(b.stats_form == NBWD_STATS_MEAN_VARIANCE && b.data_dtype == NBWD_F32 && b.stats_dtype == NBWD_F32 &&
+              b.param_dtype == NBWD_F32 && b.flags == 0 && b.num_threads == 0 && b.isa == NBWD_ISA_AUTO &&
+              !b.src_strides && !b.diff_dst_strides && !b.diff_src_strides,
+          "BN desc_init: defaults");
+    /* a rank beyond NBWD_MAX_RANK must not write past dims[] (the call then reports BAD_PARAM) */
+    {
+        struct { nbwd_layer_norm_bwd_desc d; unsigned char guard[64]; } g;
+        memset(&g, 0xa5, sizeof g);
+        nbwd_layer_norm_bwd_desc_init(&g.d, NBWD_MAX_RANK + 2, dims);
+        for (k = 0; k < 64; ++k)
+            if (g.guard[k] != 0xa5) ok = 0;
+        CHECK(ok, "desc_init with rank > NBWD_MAX_RANK wrote past the descriptor");
+    }
+}
+
+void test_status(void) {
+    int k;
+    desc_defaults();
+    status_strings();
+    isa_controls();
+    ln_status_cases();
+    bn_status_cases(NBWD_NCX);
+    bn_status_cases(NBWD_NXC);
+    workspace_same_bits();
+    fixture_free();
+    for (k = 0; k < A_COUNT; ++k) {
+        free(g_in_snap[k]);
+        g_in_snap[k] = NULL;
+    }
+}
