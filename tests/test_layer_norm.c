@@ -417,6 +417,26 @@ static void ln_ranks_axes(void) {
             }
 }
 
+/* 3b. Ranks 5..NBWD_MAX_RANK (the specifications allow any rank): every axis,
+   dense and padded layouts. */
+static void ln_high_ranks(void) {
+    static const int64_t shape[NBWD_MAX_RANK] = {2, 3, 1, 2, 5, 3, 2, 4};
+    int rank, ax, d;
+    for (rank = 5; rank <= NBWD_MAX_RANK; ++rank)
+        for (ax = -rank; ax < rank; ++ax) {
+            ln_cfg c;
+            if (g_quick && ax % 2) continue;
+            ln_defaults(&c);
+            c.rank = rank;
+            for (d = 0; d < rank; ++d) c.dims[d] = shape[d];
+            c.axis = ax;
+            c.form = (nbwd_stats_form)((rank + ax + 16) % 3);
+            c.layout = (rank + ax + 16) % 2 ? L_PADDED : L_DENSE;
+            c.seed = ++g_seed;
+            ln_run(&c);
+        }
+}
+
 /* 4. Strides: padding, negative input strides, zero input strides, negative
    output stride, each form and data type, with every output. */
 static void ln_strides(void) {
@@ -764,7 +784,7 @@ static void ln_threads(void) {
 
 void test_layer_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
-        {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes},
+        {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes}, {"ranks 5..8", ln_high_ranks},
         {"strides", ln_strides},       {"in-place", ln_inplace},        {"accumulate", ln_accumulate},
         {"degenerate", ln_degenerate}, {"invariants", ln_invariants},   {"threads", ln_threads},
         {"large", ln_large},

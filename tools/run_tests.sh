@@ -47,9 +47,24 @@ run() { # label command...
     fi
 }
 
+# NORM_BWD_ISA: a runnable path becomes the automatic choice; one that cannot
+# run here (neon on x86) leaves no automatic path, so
+# automatic calls must fail with NBWD_ERR_UNSUPPORTED instead of running.
+env_isa() {
+    p=0 f=0
+    if NORM_BWD_ISA=sse "$B/nbwd_tests" --isa auto --suite bounds 2>&1 | grep -q 'auto resolves to sse'; then
+        p=$((p + 1)); else f=$((f + 1)); echo "FAIL: NORM_BWD_ISA=sse does not make auto resolve to sse"; fi
+    other=neon; case "$(uname -m)" in aarch64|arm64) other=avx2 ;; esac
+    if NORM_BWD_ISA=$other "$B/nbwd_tests" --isa scalar --suite reference 2>&1 | grep -q 'auto resolves to auto'; then
+        p=$((p + 1)); else f=$((f + 1)); echo "FAIL: NORM_BWD_ISA=$other (not runnable) still resolves"; fi
+    echo "$p passed, $f failed"
+    [ $f -eq 0 ]
+}
+
 native() {
     for isa in scalar sse avx2 avx512; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
     run "native auto" "$B/nbwd_tests" --isa auto --quick
+    run "NORM_BWD_ISA override" env_isa
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
     for isa in avx512 neon; do run "emulated $isa" "$B/nbwd_tests_emu" --isa $isa "$@"; done
