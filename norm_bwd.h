@@ -807,13 +807,18 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int num_threads,
     return NBWD_OK;
 }
 
-/* Checks dims and returns the element count of dims [from, to). */
+/* Checks dims and returns the element count of dims [from, to). The limit
+   applies to the product of the non-zero dims, so that a zero anywhere
+   cannot hide a huge dimension (every sub-product stays bounded too). */
 static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
-    int64_t c = 1;
-    int d;
-    for (d = from; d < to; ++d)
-        if (dims[d] < 0 || !nbwd__mul_ok(c, dims[d], &c)) return NBWD_ERR_BAD_SHAPE;
-    *count = c;
+    int64_t nz = 1;
+    int d, empty = 0;
+    for (d = from; d < to; ++d) {
+        if (dims[d] < 0) return NBWD_ERR_BAD_SHAPE;
+        if (dims[d] == 0) empty = 1;
+        else if (!nbwd__mul_ok(nz, dims[d], &nz)) return NBWD_ERR_BAD_SHAPE;
+    }
+    *count = empty ? 0 : nz;
     return NBWD_OK;
 }
 
@@ -833,7 +838,7 @@ static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, i
     int d;
     for (d = to - 1; d >= from; --d) {
         if (dims[d] != 1 && st[d] != expect) return 0;
-        expect *= dims[d];
+        expect *= dims[d] > 0 ? dims[d] : 1; /* as nbwd__strides: NULL strides are dense */
     }
     return 1;
 }
@@ -862,8 +867,10 @@ static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t
 static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
     int64_t sd[NBWD_MAX_RANK], ss[NBWD_MAX_RANK], span = block;
     int k = 0, i, j;
+    if (block == 0) return 1; /* empty: no elements, and nbwd__extent did not check the strides */
+    for (i = 0; i < n; ++i)
+        if (dims[i] == 0) return 1; /* the same, before any stride is negated */
     for (i = 0; i < n; ++i) {
-        if (dims[i] == 0) return 1;
         if (dims[i] > 1) { sd[k] = dims[i]; ss[k] = st[i] < 0 ? -st[i] : st[i]; ++k; }
     }
     for (i = 1; i < k; ++i) /* insertion sort by stride */
@@ -1267,7 +1274,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     r.want_dx = args->diff_src != NULL;
     r.want_dg = args->diff_gamma != NULL;
     r.want_db = args->diff_beta != NULL;
-    if (p.rows == 0 && !p.accumulate) { /* no rows: the sums are empty */
+    if (p.rows == 0 && !p.accumulate && (r.want_dg || r.want_db)) { /* no rows: the sums are empty */
         for (j = 0; j < n; ++j) {
             if (r.want_dg) nbwd__store(args->diff_gamma, j, p.pdt, 0.0f);
             if (r.want_db) nbwd__store(args->diff_beta, j, p.pdt, 0.0f);
@@ -1388,7 +1395,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     } else {
         int64_t per = p->S > 0 ? (NBWD__BN_CHUNK_ELEMS + p->S - 1) / p->S : 1;
         p->n_per_chunk = per < 1 ? 1 : per;
-        p->nchunks = (p->N + p->n_per_chunk - 1) / p->n_per_chunk;
+        p->nchunks = p->M > 0 ? (p->N + p->n_per_chunk - 1) / p->n_per_chunk : 0; /* empty: no partials */
         p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * (size_t)p->nchunks * 2 * 4);
     }
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
