@@ -92,3 +92,4 @@ clean:
 
 -include bench.mk
 -include gpu.mk
+-include hardening.mk

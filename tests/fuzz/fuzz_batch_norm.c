@@ -1,0 +1,338 @@
+/* fuzz_batch_norm.c - libFuzzer target: random bytes -> one call of
+   nbwd_batch_norm_bwd_workspace_size and nbwd_batch_norm_bwd (rank, layout,
+   dims, strides, pointers, aliasing, workspace, forced ISA all decoded).
+   The same checks as fuzz_layer_norm.c. */
+#define NORM_BWD_IMPLEMENTATION
+#include "norm_bwd.h"
+#include "fuzz_common.h"
+
+enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_DX, T_DG, T_DB, T_N };
+
+/* Strides whose block [from, to) should be dense; dims outside it padded,
+   one of them possibly negative; or arbitrary. */
+static const int64_t *fz_strides(fz_rd *r, int rank, const int64_t *dims, int from, int to, int64_t *out) {
+    uint8_t m = fz_u8(r);
+    int64_t s = 1, inner;
+    int d;
+    if (m < 128) return NULL;
+    for (d = rank - 1; d >= to; --d) { /* NCX has no dims after the block; NXC: none either */
+        out[d] = s;
+        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
+    }
+    inner = s;
+    for (d = to - 1; d >= from; --d) {
+        out[d] = m >= 208 ? fz_stride(r, s) : s;
+        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
+    }
+    (void)inner;
+    for (d = from - 1; d >= 0; --d) {
+        if (m >= 208) {
+            out[d] = fz_stride(r, s);
+        } else {
+            int64_t pad = fz_u8(r) % 3;
+            out[d] = (m & 1) && d == 0 ? -(s + pad) : s + pad;
+            s += pad;
+        }
+        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
+    }
+    return out;
+}
+
+static int dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
+    int64_t expect = 1;
+    int d;
+    if (!st) return 1;
+    for (d = to - 1; d >= from; --d) {
+        if (dims[d] != 1 && st[d] != expect) return 0;
+        expect *= dims[d] > 0 ? dims[d] : 1;
+    }
+    return 1;
+}
+
+#define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    int why = 0; /* the first rule that made the call invalid, for the report */
+    fz_rd rd = {data, size, 0};
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK];
+    int64_t dims[NBWD_MAX_RANK], N = 0, C = 0, S = 1, total = 1, nz = 1;
+    int rank, i, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok = 0, nxc = 1;
+    int mode[T_N], want[T_N], ws_mode, args_null, special, injected = 0, isa_runnable, bfrom = 0, bto = 0;
+    int alias_of[T_N];
+    int64_t alias_delta[T_N];
+    size_t ws_bytes = 0, qbytes = 777;
+    nbwd_status sq, s;
+    nbwd_layout layout;
+    fz_world w;
+    fz_rng g;
+    void *ws = NULL, *ws_alloc = NULL;
+    static const int rank_tab[16] = {2, 3, 4, 4, 3, 2, 5, 4, 3, 8, 1, 0, 9, -1, 6, 2};
+    rank = rank_tab[fz_u8(&rd) % 16];
+    layout = (nbwd_layout)fz_enum(&rd, 2);
+    for (i = 0; i < NBWD_MAX_RANK; ++i) dims[i] = i < rank ? fz_dim(&rd) : 0;
+    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, layout, fz_eps(&rd));
+    d.stats_form = (nbwd_stats_form)fz_enum(&rd, 3);
+    d.data_dtype = (nbwd_dtype)fz_enum(&rd, 3);
+    { uint8_t b = fz_u8(&rd); d.stats_dtype = (nbwd_dtype)(b < 128 ? NBWD_F32 : b < 224 ? (int)d.data_dtype : fz_enum(&rd, 3)); }
+    { uint8_t b = fz_u8(&rd); d.param_dtype = (nbwd_dtype)(b < 128 ? NBWD_F32 : b < 224 ? (int)d.data_dtype : fz_enum(&rd, 3)); }
+    { uint8_t b = fz_u8(&rd); d.flags = b < 160 ? 0u : b < 240 ? 1u : (unsigned)b << 1; }
+    { uint8_t b = fz_u8(&rd); d.num_threads = b < 200 ? b % 3 : -1 - (int)(b % 3); }
+    d.isa = (nbwd_isa)fz_enum(&rd, NBWD_ISA_COUNT);
+    force = fz_u8(&rd);
+    force = force < 192 ? -1 : fz_enum(&rd, NBWD_ISA_COUNT);
+
+    if (rank < 2 || rank > NBWD_MAX_RANK || ((int)layout != NBWD_NXC && (int)layout != NBWD_NCX)) REJECT(1);
+    for (i = 0; i < rank && i < NBWD_MAX_RANK; ++i) {
+        if (dims[i] < 0) REJECT(2);
+        else if (dims[i] == 0) total = 0;
+        else if (nz > FZ_MAX_ELEMS / dims[i]) overflow = 1;
+        else nz *= dims[i];
+    }
+    if (overflow) REJECT(3);
+    if ((int)d.stats_form < 0 || (int)d.stats_form > 2 || (d.flags & ~1u) || d.num_threads < 0 || (int)d.isa < 0 ||
+        (int)d.isa >= NBWD_ISA_COUNT)
+        REJECT(4);
+    if (d.stats_form == NBWD_STATS_MEAN_VARIANCE && !(d.epsilon > 0 && d.epsilon <= FLT_MAX)) REJECT(5);
+    if (!fz_dt_ok(d.data_dtype) || !fz_dt_ok(d.stats_dtype) || !fz_dt_ok(d.param_dtype) ||
+        (d.stats_dtype != NBWD_F32 && d.stats_dtype != d.data_dtype) ||
+        (d.param_dtype != NBWD_F32 && d.param_dtype != d.data_dtype))
+        REJECT(6);
+    if (!must_reject) {
+        nxc = layout == NBWD_NXC || rank == 2;
+        N = dims[0];
+        C = nxc ? dims[rank - 1] : dims[1];
+        for (i = nxc ? 1 : 2; i < (nxc ? rank - 1 : rank); ++i) S *= dims[i];
+        total = total ? nz : 0;
+        bfrom = layout == NBWD_NXC ? rank - 1 : 2; /* NCX [N, C]: no dense block, C strided freely */
+        bto = rank;
+    }
+    d.src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sx);
+    d.diff_dst_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sdy);
+    d.diff_src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sdx);
+    if (!must_reject && (!dense_block(dims, d.src_strides, bfrom, bto) ||
+                         !dense_block(dims, d.diff_dst_strides, bfrom, bto) ||
+                         !dense_block(dims, d.diff_src_strides, bfrom, bto)))
+        REJECT(7);
+    if (d.src_strides || d.diff_dst_strides || d.diff_src_strides) natural = 0;
+
+    for (i = 0; i < T_N; ++i) {
+        uint8_t m = fz_u8(&rd);
+        int form = (int)d.stats_form;
+        int needed = i == T_DY || (i == T_SRC && form != 2) || (i == T_XHAT && form == 2) ||
+                     (i == T_MEAN && form != 2) || (i == T_VAR && form == 0) || (i == T_RSTD && form == 1) ||
+                     (i == T_STD && form == 2) || (i == T_GAMMA && (m & 1));
+        if (i == T_DX) needed = m % 4 != 0;
+        if (i == T_DG || i == T_DB) needed = m % 4 != 0;
+        alias_of[i] = -1;
+        alias_delta[i] = 0;
+        if (m < 200) mode[i] = 0, want[i] = needed;
+        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
+        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
+        else {
+            mode[i] = 3, want[i] = 1, natural = 0;
+            alias_of[i] = fz_u8(&rd) % T_N;
+            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
+        }
+    }
+    if (mode[T_DG] == 0 && mode[T_DB] == 0) want[T_DB] = want[T_DG]; /* natural: both or neither */
+    if (want[T_DG] != want[T_DB]) REJECT(8);
+    ws_mode = fz_u8(&rd) % 8;
+    args_null = fz_u8(&rd) == 255;
+    g.s = fz_u64(&rd);
+    special = fz_u8(&rd);
+    special = special >= 224 ? 1 + special % 5 : 0;
+    if (force >= 0) {
+        nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
+        force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
+        FZ_ASSERT((fs == NBWD_OK) == force_ok, "nbwd_force_isa(%d) returned %d", force, (int)fs);
+    }
+    isa_runnable = d.isa == NBWD_ISA_AUTO ? nbwd_active_isa() != NBWD_ISA_AUTO
+                                          : (int)d.isa > 0 && (int)d.isa < NBWD_ISA_COUNT &&
+                                                nbwd_isa_supported(d.isa);
+
+    FZ_ASSERT(nbwd_batch_norm_bwd_workspace_size(&d, NULL) == NBWD_ERR_NULL_POINTER, "bytes NULL");
+    FZ_ASSERT(nbwd_batch_norm_bwd_workspace_size(NULL, &qbytes) == NBWD_ERR_NULL_POINTER, "NULL desc");
+    sq = nbwd_batch_norm_bwd_workspace_size(&d, &qbytes);
+    if (sq != NBWD_OK) FZ_ASSERT(qbytes == 777, "a failed workspace_size wrote *bytes");
+
+    memset(&w, 0, sizeof w);
+    w.nt = T_N;
+    if (!must_reject) {
+        int64_t ddx[NBWD_MAX_RANK];
+        fz_dense(rank, dims, ddx);
+        for (i = 0; i < T_N; ++i) {
+            fz_tensor *t = &w.t[i];
+            const int64_t *st = i == T_SRC || i == T_XHAT ? d.src_strides : i == T_DY ? d.diff_dst_strides
+                                : i == T_DX ? d.diff_src_strides : NULL;
+            int k;
+            t->present = want[i];
+            t->is_output = i >= T_DX;
+            t->dt = i <= T_DY || i == T_DX ? (int)d.data_dtype : i <= T_STD ? (int)d.stats_dtype : (int)d.param_dtype;
+            if (i <= T_DY || i == T_DX) {
+                t->rank = rank;
+                for (k = 0; k < rank; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : ddx[k]; }
+            } else {
+                t->rank = 1; t->dims[0] = C; t->st[0] = 1;
+            }
+            t->count = 1;
+            for (k = 0; k < t->rank; ++k)
+                if (t->dims[k] == 0) t->count = 0;
+            for (k = 0; k < t->rank && t->count > 0; ++k) {
+                if (t->dims[k] > FZ_CAP_ELEMS || t->count * t->dims[k] > FZ_CAP_ELEMS) { t->count = FZ_CAP_ELEMS + 1; break; }
+                t->count *= t->dims[k];
+            }
+            if (t->present && (t->count > FZ_CAP_ELEMS || !fz_extent(t->rank, t->dims, t->st, FZ_CAP_ELEMS, &t->lo, &t->hi)))
+                too_big = 1;
+        }
+        if (total > FZ_CAP_ELEMS || C > FZ_CAP_ELEMS) too_big = 1;
+    }
+    if (must_reject || too_big) {
+        unsigned char bufs[T_N][64], small_ws[64];
+        void *p[T_N];
+        memset(bufs, FZ_CANARY, sizeof bufs);
+        for (i = 0; i < T_N; ++i) p[i] = must_reject && want[i] ? bufs[i] : NULL;
+        memset(&a, 0, sizeof a);
+        a.src = p[T_SRC]; a.xhat = p[T_XHAT]; a.diff_dst = p[T_DY]; a.mean = p[T_MEAN]; a.variance = p[T_VAR];
+        a.rstd = p[T_RSTD]; a.std = p[T_STD]; a.gamma = p[T_GAMMA]; a.diff_src = p[T_DX];
+        a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
+        /* A small workspace: a huge accepted descriptor stops at
+           INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
+        s = nbwd_batch_norm_bwd(&d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
+                                must_reject ? 0 : sizeof small_ws);
+        if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
+        if (must_reject) {
+            FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, layout %d, dims %lld %lld %lld)",
+                      why, rank, (int)layout, (long long)dims[0], (long long)dims[1], (long long)dims[2]);
+            for (i = 0; i < T_N; ++i) {
+                int k;
+                for (k = 0; k < 64; ++k) FZ_ASSERT(bufs[i][k] == FZ_CANARY, "a rejected call wrote tensor %d", i);
+            }
+        }
+        if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
+        return 0;
+    }
+
+    {
+        for (i = 0; i < T_N; ++i)
+            if (w.t[i].present) fz_place(&w, i, mode[i] == 3 ? alias_of[i] : -1, alias_delta[i]);
+    }
+    {
+        int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        for (i = 0; i < T_N; ++i) {
+            if (!w.t[i].present) continue;
+            if (i == T_SRC || i == T_XHAT) injected |= fz_fill(&w, i, &g, -2, 2, special == 1);
+            else if (i == T_DY) injected |= fz_fill(&w, i, &g, -1, 1, special == 2);
+            else if (i == T_MEAN) injected |= fz_fill(&w, i, &g, -0.5, 0.5, special == 3);
+            else if (i == sp) injected |= fz_fill(&w, i, &g, 0.25, 4, special == 4);
+            else if (i == T_GAMMA) injected |= fz_fill(&w, i, &g, -2, 2, special == 5);
+            else if (i == T_VAR || i == T_RSTD || i == T_STD) fz_fill(&w, i, &g, 0.25, 4, 0);
+            else if (i == T_DG || i == T_DB) fz_fill(&w, i, &g, -1, 1, 0);
+        }
+        for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
+        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2;
+        w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1; w.t[T_STD].used &= form == 2;
+        w.t[T_GAMMA].used &= w.t[T_DG].present; /* without diff_gamma/diff_beta gamma is ignored */
+    }
+    for (i = 0; i < T_N; ++i)
+        if (w.t[i].present) fz_mark(&w, i);
+    if (sq == NBWD_OK) {
+        switch (ws_mode) {
+        case 2: case 3: case 5: ws_bytes = qbytes; break;
+        case 4: ws_bytes = qbytes - 1; break;
+        case 6: ws_bytes = 0; break;
+        case 7: ws_bytes = qbytes + 4096; break;
+        default: break;
+        }
+        if (ws_mode >= 2 && qbytes <= ((size_t)1 << 26)) {
+            size_t skew = ws_mode == 5 ? 1 + (size_t)(g.s % 63) : 0;
+            ws_alloc = malloc(ws_bytes + skew > 0 ? ws_bytes + skew : 1);
+            if (!ws_alloc) FZ_FAIL("out of memory");
+            ws = (char *)ws_alloc + skew;
+        } else {
+            ws_bytes = 0;
+        }
+    }
+    fz_snapshot(&w);
+    memset(&a, 0, sizeof a);
+#define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
+    a.src = P(T_SRC); a.xhat = P(T_XHAT); a.diff_dst = P(T_DY); a.mean = P(T_MEAN); a.variance = P(T_VAR);
+    a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.diff_src = P(T_DX);
+    a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
+#undef P
+    s = nbwd_batch_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
+    if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
+    if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
+    if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
+    if (ws && ws_bytes < qbytes) FZ_ASSERT(s != NBWD_OK, "accepted a workspace of %zu < %zu bytes", ws_bytes, qbytes);
+    /* The workspace is O(problem): a few MB here, never gigabytes. */
+    if (sq == NBWD_OK) FZ_ASSERT(qbytes <= ((size_t)1 << 26), "workspace of %zu bytes for a problem this small", qbytes);
+    if (natural && !args_null && (ws_mode <= 3 || ws_mode == 5 || ws_mode == 7) && isa_runnable &&
+        (force < 0 || force_ok))
+        FZ_ASSERT(s == NBWD_OK, "rejected a valid call: %s (rank %d, layout %d, dims %lld %lld %lld, form %d, dt %d)",
+                  nbwd_status_string(s), rank, (int)layout, (long long)dims[0], (long long)dims[1],
+                  (long long)(rank > 2 ? dims[2] : -1), (int)d.stats_form, (int)d.data_dtype);
+    fz_check_untouched(&w, s == NBWD_OK, "batch_norm");
+    if (s == NBWD_OK) {
+        unsigned char allowed[FZ_MAXT][FZ_MAXT];
+        int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        int xi = form == 2 ? T_XHAT : T_SRC, with_params = w.t[T_DG].present;
+        int64_t c, e, M = N * S;
+        memset(allowed, 0, sizeof allowed);
+        allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
+        allowed[T_DX][T_DY] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DY]);
+        fz_check_overlap(&w, allowed, "batch_norm");
+        FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
+        FZ_ASSERT(C == 0 || (w.t[sp].present && (form == 2 || w.t[T_MEAN].present)), "accepted without stats");
+        for (c = 0; c < C; ++c) {
+            const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
+            const unsigned char *xb = M > 0 ? fz_snap_base(&w, xi) : NULL, *yb = M > 0 ? fz_snap_base(&w, T_DY) : NULL;
+            double mean = 0, rstd, sdy = 0, sdyx = 0, ady = 0, adyx = 0, gm = 1.0, prev;
+            double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, c);
+            if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, c);
+            rstd = form == 0 ? (double)(float)(1.0 / sqrt(spread + (double)d.epsilon)) : form == 1 ? spread : 1.0 / spread;
+            if (with_params && w.t[T_GAMMA].present) gm = fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, c);
+            /* element e of channel c: batch n = e / S, spatial s = e % S */
+#define LIN(e_) (nxc ? (((e_) / S) * S + (e_) % S) * C + c : (((e_) / S) * C + c) * S + (e_) % S)
+            for (e = 0; e < M; ++e) {
+                double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(e)));
+                double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, LIN(e)));
+                double xh = form == 2 ? xv : (xv - mean) * rstd;
+                sdy += yv; sdyx += yv * xh; ady += fabs(yv); adyx += fabs(yv * xh);
+            }
+            if (w.t[T_DX].present && M > 0 && fabs(rstd * gm) < 1e30 && fabs(sdyx) < 1e30) {
+                for (e = 0; e < M; ++e) {
+                    double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(e)));
+                    double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, LIN(e)));
+                    double xh = form == 2 ? xv : (xv - mean) * rstd;
+                    double want_v = rstd * gm * (yv - sdy / (double)M - xh * sdyx / (double)M);
+                    double s1 = fabs(rstd * gm) * (fabs(yv) + fabs(sdy / (double)M) + fabs(xh) * fabs(sdyx / (double)M));
+                    double s2 = fabs(rstd * gm) * (ady / (double)M + fabs(xh) * adyx / (double)M);
+                    double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)M + 8) * s2);
+                    double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, LIN(e)));
+                    if (s1 + s2 < 1e35 && !fz_close(tdx->dt, got, want_v, tol)) /* else fp32 intermediates may overflow */
+                        FZ_FAIL("batch_norm dx channel %lld element %lld: got %.9g, want %.9g (tol %.3g), form %d dt %d "
+                                "layout %d isa %d%s", (long long)c, (long long)e, got, want_v, tol, form,
+                                (int)d.data_dtype, (int)layout, (int)d.isa, injected ? " (special values)" : "");
+                }
+            }
+#undef LIN
+            if (with_params) {
+                int acc = (d.flags & 1u) != 0;
+                double tolc = ldexp(1.0, -24) * (16.0 + 2.0 * (double)M), got;
+                prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, c) : 0.0;
+                got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, c);
+                if (adyx < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + sdyx, tolc * adyx + ldexp(1.0, -23) * fabs(prev)))
+                    FZ_FAIL("batch_norm dgamma[%lld]: got %.9g, want %.9g", (long long)c, got, prev + sdyx);
+                prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, c) : 0.0;
+                got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, c);
+                if (ady < 1e35 && !fz_close(w.t[T_DB].dt, got, prev + sdy, tolc * ady + ldexp(1.0, -23) * fabs(prev)))
+                    FZ_FAIL("batch_norm dbeta[%lld]: got %.9g, want %.9g", (long long)c, got, prev + sdy);
+            }
+        }
+    }
+    free(ws_alloc);
+    fz_world_free(&w);
+    return 0;
+}

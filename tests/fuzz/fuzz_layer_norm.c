@@ -1,0 +1,388 @@
+/* fuzz_layer_norm.c - libFuzzer target: random bytes -> one call of
+   nbwd_layer_norm_bwd_workspace_size and nbwd_layer_norm_bwd (descriptor,
+   strides, pointers, aliasing, workspace, forced ISA all decoded).
+   Checks: no crash or sanitizer report; the query and the call agree on
+   descriptor errors; a rejected call writes no byte; an accepted call writes
+   only output elements, has no illegal overlap, and matches a float64
+   reference; a call that is valid by the manual's rules is accepted. */
+#define NORM_BWD_IMPLEMENTATION
+#include "norm_bwd.h"
+#include "fuzz_common.h"
+
+enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_BETA, T_DX, T_DG, T_DB, T_N };
+
+/* Strides for a tensor of dims [0, rank) whose block [from, rank) should be
+   dense: NULL (mode 0), padded/negative outer strides, or arbitrary. */
+static const int64_t *fz_strides(fz_rd *r, int rank, const int64_t *dims, int from, int64_t *out, int *arbitrary) {
+    uint8_t m = fz_u8(r);
+    int64_t s = 1;
+    int d;
+    if (m < 128) return NULL;
+    for (d = rank - 1; d >= 0; --d) {
+        if (m >= 208) {
+            out[d] = fz_stride(r, s);
+            *arbitrary = 1;
+        } else if (d >= from) {
+            out[d] = s;
+        } else {
+            int64_t pad = fz_u8(r) % 3;
+            out[d] = (m & 1) && d == from - 1 ? -(s + pad) : s + pad;
+            s += pad;
+        }
+        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
+    }
+    return out;
+}
+
+static int dense_block(int rank, const int64_t *dims, const int64_t *st, int from) {
+    int64_t expect = 1;
+    int d;
+    if (!st) return 1;
+    for (d = rank - 1; d >= from; --d) {
+        if (dims[d] != 1 && st[d] != expect) return 0;
+        expect *= dims[d] > 0 ? dims[d] : 1; /* the NULL (dense) strides' rule */
+    }
+    return 1;
+}
+
+#define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    int why = 0; /* the first rule that made the call invalid, for the report */
+    fz_rd rd = {data, size, 0};
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_layer_norm_bwd_args a;
+    int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK], sm[NBWD_MAX_RANK], sv[NBWD_MAX_RANK];
+    int64_t dims[NBWD_MAX_RANK], raw_axis, rows = 1, n = 1, total = 1, nz = 1;
+    int rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
+    int mode[T_N], want[T_N], ws_mode, args_null, bytes_null, special, injected = 0, isa_runnable;
+    int64_t alias_delta[T_N];
+    int alias_of[T_N];
+    size_t ws_bytes = 0, qbytes = 777;
+    nbwd_status sq, s;
+    fz_world w;
+    fz_rng g;
+    void *ws = NULL, *ws_alloc = NULL;
+    static const int rank_tab[16] = {1, 2, 2, 3, 3, 4, 1, 2, 3, 5, 8, 0, 9, -1, 100, 2};
+    /* ---- descriptor */
+    rank = rank_tab[fz_u8(&rd) % 16];
+    for (i = 0; i < NBWD_MAX_RANK; ++i) dims[i] = i < rank ? fz_dim(&rd) : 0;
+    nbwd_layer_norm_bwd_desc_init(&d, rank, dims);
+    {
+        uint8_t b = fz_u8(&rd);
+        raw_axis = b < 240 ? (int64_t)(int8_t)b % 12 : (b & 1 ? INT64_MAX : INT64_MIN);
+        if (b < 160 && rank >= 1) raw_axis = -1 - (int64_t)(b % (unsigned)(rank > 0 ? rank : 1)); /* valid mostly */
+    }
+    d.begin_norm_axis = raw_axis;
+    { uint8_t b = fz_u8(&rd); d.use_affine = b < 160 ? 1 : b < 224 ? 0 : (int)(b - 220); }
+    d.epsilon = fz_eps(&rd);
+    d.stats_form = (nbwd_stats_form)fz_enum(&rd, 3);
+    d.data_dtype = (nbwd_dtype)fz_enum(&rd, 3);
+    { uint8_t b = fz_u8(&rd); d.stats_dtype = (nbwd_dtype)(b < 128 ? NBWD_F32 : b < 224 ? (int)d.data_dtype : fz_enum(&rd, 3)); }
+    { uint8_t b = fz_u8(&rd); d.param_dtype = (nbwd_dtype)(b < 128 ? NBWD_F32 : b < 224 ? (int)d.data_dtype : fz_enum(&rd, 3)); }
+    { uint8_t b = fz_u8(&rd); d.flags = b < 160 ? 0u : b < 240 ? 1u : (unsigned)b << 1; }
+    { uint8_t b = fz_u8(&rd); d.num_threads = b < 200 ? b % 3 : -1 - (int)(b % 3); }
+    d.isa = (nbwd_isa)fz_enum(&rd, NBWD_ISA_COUNT);
+    force = fz_u8(&rd);
+    force = force < 192 ? -1 : fz_enum(&rd, NBWD_ISA_COUNT);
+
+    /* ---- what the manual says about the descriptor */
+    if (rank < 1 || rank > NBWD_MAX_RANK) REJECT(1);
+    for (i = 0; i < rank && i < NBWD_MAX_RANK; ++i) {
+        if (dims[i] < 0) REJECT(2);
+        else if (dims[i] == 0) total = 0;
+        else if (nz > FZ_MAX_ELEMS / dims[i]) overflow = 1;
+        else nz *= dims[i];
+    }
+    if (overflow) REJECT(3); /* BAD_SHAPE, not a wrap-around (zeros do not hide it) */
+    if (!must_reject && (raw_axis < -rank || raw_axis >= rank)) REJECT(4);
+    if (!must_reject) axis = (int)(raw_axis < 0 ? raw_axis + rank : raw_axis);
+    if ((int)d.stats_form < 0 || (int)d.stats_form > 2 || (d.flags & ~1u) || d.num_threads < 0 || (int)d.isa < 0 ||
+        (int)d.isa >= NBWD_ISA_COUNT)
+        REJECT(5);
+    if (d.stats_form == NBWD_STATS_MEAN_VARIANCE && !(d.epsilon > 0 && d.epsilon <= FLT_MAX)) REJECT(6);
+    if (!fz_dt_ok(d.data_dtype) || !fz_dt_ok(d.stats_dtype) || !fz_dt_ok(d.param_dtype) ||
+        (d.stats_dtype != NBWD_F32 && d.stats_dtype != d.data_dtype) ||
+        (d.param_dtype != NBWD_F32 && d.param_dtype != d.data_dtype))
+        REJECT(7);
+    if (!must_reject) {
+        total = nz * (total ? 1 : 0);
+        for (i = 0; i < axis; ++i) rows *= dims[i];
+        for (i = axis; i < rank; ++i) n *= dims[i];
+        if (total == 0) { /* products of the non-zero dims were bounded above */
+            rows = n = 1;
+            for (i = 0; i < axis; ++i) rows *= dims[i];
+            for (i = axis; i < rank; ++i) n *= dims[i];
+        }
+    }
+    d.src_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sx, &arbitrary);
+    d.diff_dst_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdy, &arbitrary);
+    d.diff_src_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdx, &arbitrary);
+    d.mean_strides = fz_strides(&rd, axis, dims, axis, sm, &arbitrary);
+    d.var_strides = fz_strides(&rd, axis, dims, axis, sv, &arbitrary);
+    if (!must_reject && (!dense_block(rank, dims, d.src_strides, axis) ||
+                         !dense_block(rank, dims, d.diff_dst_strides, axis) ||
+                         !dense_block(rank, dims, d.diff_src_strides, axis)))
+        REJECT(8);
+    if (d.src_strides || d.diff_dst_strides || d.diff_src_strides || d.mean_strides || d.var_strides) natural = 0;
+
+    /* ---- pointers: natural (what the form needs), forced NULL, forced
+       present, or an alias of another tensor */
+    for (i = 0; i < T_N; ++i) {
+        uint8_t m = fz_u8(&rd);
+        int form = (int)d.stats_form;
+        int needed = i == T_DY || (i == T_SRC && form != 2) || (i == T_XHAT && form == 2) ||
+                     (i == T_MEAN && form != 2) || (i == T_VAR && form == 0) || (i == T_RSTD && form == 1) ||
+                     (i == T_STD && form == 2) || (i == T_GAMMA && d.use_affine);
+        if (i >= T_DX) needed = m % 4 != 0 && (i == T_DX || d.use_affine);
+        if (i == T_BETA) needed = d.use_affine && (m & 1);
+        alias_of[i] = -1;
+        alias_delta[i] = 0;
+        if (m < 200) mode[i] = 0, want[i] = needed;
+        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
+        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
+        else {
+            mode[i] = 3, want[i] = 1, natural = 0;
+            alias_of[i] = fz_u8(&rd) % T_N;
+            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
+        }
+    }
+    if ((want[T_DG] || want[T_DB]) && !d.use_affine) REJECT(9);
+    ws_mode = fz_u8(&rd) % 8; /* 0,1 NULL; 2,3 exact; 4 exact-1; 5 misaligned exact; 6 size 0; 7 exact, big */
+    args_null = fz_u8(&rd) == 255;
+    bytes_null = fz_u8(&rd) == 255;
+    g.s = fz_u64(&rd);
+    special = fz_u8(&rd);
+    special = special >= 224 ? 1 + special % 4 : 0;
+    if (force >= 0) {
+        nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
+        force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
+        FZ_ASSERT((fs == NBWD_OK) == force_ok, "nbwd_force_isa(%d) returned %d", force, (int)fs);
+    }
+    isa_runnable = d.isa == NBWD_ISA_AUTO ? nbwd_active_isa() != NBWD_ISA_AUTO
+                                          : (int)d.isa > 0 && (int)d.isa < NBWD_ISA_COUNT &&
+                                                nbwd_isa_supported(d.isa);
+
+    /* ---- the size query */
+    sq = nbwd_layer_norm_bwd_workspace_size(&d, bytes_null ? NULL : &qbytes);
+    if (bytes_null) FZ_ASSERT(sq == NBWD_ERR_NULL_POINTER, "workspace_size(bytes NULL) = %d", (int)sq);
+    else if (sq != NBWD_OK) FZ_ASSERT(qbytes == 777, "a failed workspace_size wrote *bytes");
+    FZ_ASSERT(nbwd_layer_norm_bwd_workspace_size(NULL, &qbytes) == NBWD_ERR_NULL_POINTER, "NULL desc");
+    if (bytes_null) sq = nbwd_layer_norm_bwd_workspace_size(&d, &qbytes);
+
+    memset(&w, 0, sizeof w);
+    w.nt = T_N;
+    /* ---- tensor geometry */
+    if (!must_reject) {
+        int64_t ddx[NBWD_MAX_RANK], dst[NBWD_MAX_RANK];
+        fz_dense(rank, dims, ddx);
+        fz_dense(axis, dims, dst);
+        for (i = 0; i < T_N; ++i) {
+            fz_tensor *t = &w.t[i];
+            const int64_t *st = i == T_SRC || i == T_XHAT ? d.src_strides : i == T_DY ? d.diff_dst_strides
+                                : i == T_DX ? d.diff_src_strides : i == T_MEAN ? d.mean_strides
+                                : i == T_VAR || i == T_RSTD || i == T_STD ? d.var_strides : NULL;
+            int k;
+            t->present = want[i];
+            t->is_output = i >= T_DX;
+            t->dt = i <= T_DY || i == T_DX ? (int)d.data_dtype : i <= T_STD ? (int)d.stats_dtype : (int)d.param_dtype;
+            if (i <= T_DY || i == T_DX) {
+                t->rank = rank;
+                for (k = 0; k < rank; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : ddx[k]; }
+            } else if (i <= T_STD) {
+                t->rank = axis;
+                for (k = 0; k < axis; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : dst[k]; }
+            } else {
+                t->rank = 1;
+                t->dims[0] = n;
+                t->st[0] = 1;
+            }
+            t->count = 1;
+            for (k = 0; k < t->rank; ++k)
+                if (t->dims[k] == 0) t->count = 0;
+            for (k = 0; k < t->rank && t->count > 0; ++k) {
+                if (t->dims[k] > FZ_CAP_ELEMS || t->count * t->dims[k] > FZ_CAP_ELEMS) { t->count = FZ_CAP_ELEMS + 1; break; }
+                t->count *= t->dims[k];
+            }
+            if (t->present && (t->count > FZ_CAP_ELEMS || !fz_extent(t->rank, t->dims, t->st, FZ_CAP_ELEMS, &t->lo, &t->hi)))
+                too_big = 1;
+        }
+        if (total > FZ_CAP_ELEMS || n > FZ_CAP_ELEMS || rows > FZ_CAP_ELEMS) too_big = 1;
+    }
+
+    if (must_reject || too_big) {
+        /* Small canary buffers (must_reject) or NULL (too big: no buffer can
+           be big enough): the call must not crash, and when the manual says
+           it is invalid, it is rejected with nothing written. */
+        unsigned char bufs[T_N][64], small_ws[64];
+        void *p[T_N];
+        memset(bufs, FZ_CANARY, sizeof bufs);
+        for (i = 0; i < T_N; ++i) p[i] = must_reject && want[i] ? bufs[i] : NULL;
+        memset(&a, 0, sizeof a);
+        a.src = p[T_SRC]; a.xhat = p[T_XHAT]; a.diff_dst = p[T_DY]; a.mean = p[T_MEAN]; a.variance = p[T_VAR];
+        a.rstd = p[T_RSTD]; a.std = p[T_STD]; a.gamma = p[T_GAMMA]; a.beta = p[T_BETA]; a.diff_src = p[T_DX];
+        a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
+        /* A small workspace: a huge accepted descriptor stops at
+           INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
+        s = nbwd_layer_norm_bwd(&d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
+                                must_reject ? 0 : sizeof small_ws);
+        if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
+        if (must_reject) {
+            FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, axis %lld)", why, rank,
+                      (long long)raw_axis);
+            for (i = 0; i < T_N; ++i) {
+                int k;
+                for (k = 0; k < 64; ++k) FZ_ASSERT(bufs[i][k] == FZ_CANARY, "a rejected call wrote tensor %d", i);
+            }
+        }
+        if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
+        return 0;
+    }
+
+    /* ---- real buffers: inputs first, so outputs can alias them */
+    {
+        static const int order[T_N] = {T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_BETA, T_DX,
+                                       T_DG, T_DB};
+        for (i = 0; i < T_N; ++i) {
+            int t = order[i];
+            if (w.t[t].present) fz_place(&w, t, mode[t] == 3 ? alias_of[t] : -1, alias_delta[t]);
+        }
+    }
+    {
+        int form = (int)d.stats_form;
+        int sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        for (i = 0; i < T_N; ++i) {
+            int inj = 0;
+            if (!w.t[i].present) continue;
+            if (i == T_SRC || i == T_XHAT) inj = fz_fill(&w, i, &g, -2, 2, special == 1);
+            else if (i == T_DY) inj = fz_fill(&w, i, &g, -1, 1, special == 2);
+            else if (i == T_MEAN) inj = fz_fill(&w, i, &g, -0.5, 0.5, special == 3);
+            else if (i == T_VAR || i == T_RSTD || i == T_STD) inj = fz_fill(&w, i, &g, 0.25, 4, special == 4 && i == sp);
+            else if (i == T_GAMMA) fz_fill(&w, i, &g, -2, 2, 0);
+            else if (i == T_BETA) fz_fill(&w, i, &g, -9, 9, 0);
+            else if (i == T_DG || i == T_DB) fz_fill(&w, i, &g, -1, 1, 0);
+            injected |= inj;
+        }
+        /* what the computation reads */
+        for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
+        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2;
+        w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1; w.t[T_STD].used &= form == 2;
+        w.t[T_GAMMA].used &= d.use_affine && w.t[T_DX].present;
+        w.t[T_BETA].used = 0;
+    }
+    for (i = 0; i < T_N; ++i)
+        if (w.t[i].present) fz_mark(&w, i);
+    /* workspace */
+    if (sq == NBWD_OK) {
+        switch (ws_mode) {
+        case 2: case 3: ws_bytes = qbytes; break;
+        case 4: ws_bytes = qbytes - 1; break;
+        case 5: ws_bytes = qbytes; break;
+        case 6: ws_bytes = 0; break;
+        case 7: ws_bytes = qbytes + 4096; break;
+        default: break;
+        }
+        if (ws_mode >= 2 && qbytes <= ((size_t)1 << 26)) { /* exact size: ASan sees any overrun */
+            size_t skew = ws_mode == 5 ? 1 + (size_t)(g.s % 63) : 0;
+            ws_alloc = malloc(ws_bytes + skew > 0 ? ws_bytes + skew : 1);
+            if (!ws_alloc) FZ_FAIL("out of memory");
+            ws = (char *)ws_alloc + skew;
+        } else {
+            ws_bytes = 0;
+        }
+    }
+    fz_snapshot(&w);
+    memset(&a, 0, sizeof a);
+#define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
+    a.src = P(T_SRC); a.xhat = P(T_XHAT); a.diff_dst = P(T_DY); a.mean = P(T_MEAN); a.variance = P(T_VAR);
+    a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.beta = P(T_BETA); a.diff_src = P(T_DX);
+    a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
+#undef P
+    s = nbwd_layer_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
+    if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
+    if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
+    if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
+    if (ws && ws_bytes < qbytes) FZ_ASSERT(s != NBWD_OK, "accepted a workspace of %zu < %zu bytes", ws_bytes, qbytes);
+    /* A call that follows every rule of the manual must be accepted. */
+    /* The workspace is O(problem): a few MB here, never gigabytes. */
+    if (sq == NBWD_OK) FZ_ASSERT(qbytes <= ((size_t)1 << 26), "workspace of %zu bytes for a problem this small", qbytes);
+    if (natural && !args_null && (ws_mode <= 3 || ws_mode == 5 || ws_mode == 7) && isa_runnable &&
+        (force < 0 || force_ok))
+        FZ_ASSERT(s == NBWD_OK, "rejected a valid call: %s (rank %d, axis %d, dims %lld %lld %lld, form %d, dt %d)",
+                  nbwd_status_string(s), rank, axis, (long long)dims[0], (long long)(rank > 1 ? dims[1] : -1),
+                  (long long)(rank > 2 ? dims[2] : -1), (int)d.stats_form, (int)d.data_dtype);
+    fz_check_untouched(&w, s == NBWD_OK, "layer_norm");
+    if (s == NBWD_OK) {
+        unsigned char allowed[FZ_MAXT][FZ_MAXT];
+        int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        int xi = form == 2 ? T_XHAT : T_SRC;
+        int64_t r, j;
+        double *dgr, *dbr, *dga, *dba;
+        memset(allowed, 0, sizeof allowed);
+        allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
+        allowed[T_DX][T_DY] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DY]);
+        fz_check_overlap(&w, allowed, "layer_norm");
+        FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
+        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || w.t[T_MEAN].present)), "accepted without stats");
+        /* ---- float64 reference */
+        dgr = (double *)calloc((size_t)n + 1, sizeof(double)); dbr = (double *)calloc((size_t)n + 1, sizeof(double));
+        dga = (double *)calloc((size_t)n + 1, sizeof(double)); dba = (double *)calloc((size_t)n + 1, sizeof(double));
+        if (!dgr || !dbr || !dga || !dba) FZ_FAIL("out of memory");
+        for (r = 0; r < rows && n > 0 && total > 0; ++r) {
+            const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
+            const unsigned char *xb = fz_snap_base(&w, xi), *yb = fz_snap_base(&w, T_DY);
+            double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0;
+            double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, fz_offset(axis, dims, w.t[sp].st, r));
+            int use_gamma = d.use_affine && w.t[T_DX].present;
+            if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
+            rstd = form == 0 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 ? spread : 1.0 / spread;
+            if (form == 0) rstd = (double)(float)rstd; /* the manual: rstd is one fp32 scalar */
+            for (j = 0; j < n; ++j) {
+                double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
+                double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
+                double xh = form == 2 ? xv : (xv - mean) * rstd;
+                double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, j) : 1.0;
+                sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
+                dgr[j] += yv * xh; dga[j] += fabs(yv * xh);
+                dbr[j] += yv; dba[j] += fabs(yv);
+            }
+            if (w.t[T_DX].present && fabs(rstd) < 1e30 && fabs(sgx) < 1e30) {
+                for (j = 0; j < n; ++j) {
+                    double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
+                    double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
+                    double xh = form == 2 ? xv : (xv - mean) * rstd;
+                    double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, j) : 1.0;
+                    double gv = yv * gm, want_v = rstd * (gv - sg / (double)n - xh * sgx / (double)n);
+                    double s1 = fabs(rstd) * (fabs(gv) + fabs(sg / (double)n) + fabs(xh) * fabs(sgx / (double)n));
+                    double s2 = fabs(rstd) * (ag / (double)n + fabs(xh) * agx / (double)n);
+                    double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)n + 8) * s2);
+                    double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, r * n + j));
+                    if (s1 + s2 < 1e35 && !fz_close(tdx->dt, got, want_v, tol)) /* else fp32 intermediates may overflow */
+                        FZ_FAIL("layer_norm dx[%lld][%lld]: got %.9g, want %.9g (tol %.3g), form %d dt %d isa %d%s",
+                                (long long)r, (long long)j, got, want_v, tol, form, (int)d.data_dtype, (int)d.isa,
+                                injected ? " (special values)" : "");
+                }
+            }
+        }
+        for (j = 0; j < n && d.use_affine; ++j) {
+            int acc = (d.flags & 1u) != 0;
+            double tolc = ldexp(1.0, -24) * (16.0 + 2.0 * (double)rows);
+            if (w.t[T_DG].present) {
+                double prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, j) : 0.0;
+                double got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, j);
+                if (dga[j] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[j], tolc * dga[j] + ldexp(1.0, -23) * fabs(prev)))
+                    FZ_FAIL("layer_norm dgamma[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dgr[j]);
+            }
+            if (w.t[T_DB].present) {
+                double prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, j) : 0.0;
+                double got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, j);
+                if (dba[j] < 1e35 && !fz_close(w.t[T_DB].dt, got, prev + dbr[j], tolc * dba[j] + ldexp(1.0, -23) * fabs(prev)))
+                    FZ_FAIL("layer_norm dbeta[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dbr[j]);
+            }
+        }
+        free(dgr); free(dbr); free(dga); free(dba);
+    }
+    free(ws_alloc);
+    fz_world_free(&w);
+    return 0;
+}

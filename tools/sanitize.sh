@@ -1,0 +1,169 @@
+#!/bin/sh
+# sanitize.sh MODE - the hardening runs of norm_bwd (issue 6); each run's
+# closing "N passed, N failed" line is added up into one final line.
+#   sanitize   the main suite (tests/*.c) under ASan+UBSan with gcc and with
+#              clang on the native paths (scalar, sse, avx2, avx512 where the
+#              CPU has it), the hardening test under the same sanitizers, and
+#              the hardening test's pthread part under ThreadSanitizer (clang,
+#              no OpenMP: libgomp/libomp are not TSan-instrumented).
+#              SANITIZE_FULL=1: the main suite without --quick under clang too.
+#   valgrind   memcheck over --quick, scalar and avx2 paths, plus the
+#              hardening test's nan/overflow/threads suites.
+#   fuzz       each libFuzzer target for FUZZ_SECONDS over a copy of its seed
+#              corpus in tests/fuzz/corpus/<target>/.
+#   hardening  the hardening test, native and SIMDe-emulated (avx2, avx512,
+#              neon); HUGE=1 adds the 2^31 + 7 element LayerNorm.
+# Environment: BUILD (build), CC (cc), FUZZ_SECONDS (60), HUGE, SANITIZE_FULL.
+set -u
+cd "$(dirname "$0")/.."
+B=${BUILD:-build}
+CC=${CC:-cc}
+OUT=$B/hardening
+LOG=$OUT/logs
+mkdir -p "$OUT" "$LOG"
+PASS=0 FAIL=0 RUNS=0
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+W="-Wall -Wextra -pedantic -Werror"
+TEST_SRC="tests/impl.c tests/main.c tests/reference.c $(ls tests/test_*.c 2>/dev/null | sort | tr '\n' ' ')"
+HARD=tests/hardening/test_hardening.c
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# A failed huge allocation is a status the tests expect, not a report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# libomp keeps a few runtime allocations until exit: not ours.
+printf 'leak:libomp.so\nleak:libgomp.so\n' > "$OUT/lsan.supp"
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$OUT/lsan.supp:print_suppressions=0}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+need() { tools/need.sh "$@" || { echo "norm_bwd: $1 missing"; exit 1; }; }
+
+build() { # label output command... (stops the whole run on a build failure)
+    label=$1; out=$2; shift 2
+    if ! "$@" -o "$out" > "$LOG/build_$label.log" 2>&1; then
+        echo "--- build $label: FAILED"; cat "$LOG/build_$label.log" | head -n 40
+        FAIL=$((FAIL + 1)); return 1
+    fi
+}
+
+run() { # label command...
+    label=$1; shift
+    log="$LOG/$(echo "$label" | tr ' /=' '___').log"
+    start=$(date +%s)
+    "$@" > "$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    last=$(grep -E '^([A-Za-z_]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$last" ]; then
+        if [ $rc -eq 0 ] && grep -qi 'skipped' "$log"; then
+            echo "--- $label: skipped ($(grep -i -m1 skipped "$log"))"; return
+        fi
+        echo "--- $label: FAILED to run (exit $rc, no result line; log $log)"
+        grep -E 'ERROR|runtime error|SUMMARY|WARNING: ThreadSanitizer|FAIL' "$log" | head -n 20
+        tail -n 5 "$log"
+        FAIL=$((FAIL + 1)); return
+    fi
+    p=$(echo "$last" | sed -E 's/^([A-Za-z_]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2/')
+    f=$(echo "$last" | sed -E 's/^([A-Za-z_]+: )?([0-9]+) passed, ([0-9]+) failed.*/\3/')
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ $rc -eq 0 ] && grep -qi 'skipped' "$log"; then
+        echo "--- $label: skipped ($(grep -i -m1 skipped "$log"))"; return
+    fi
+    PASS=$((PASS + p)); FAIL=$((FAIL + f)); RUNS=$((RUNS + 1))
+    if [ "$f" -ne 0 ] || [ $rc -ne 0 ]; then
+        echo "--- $label: $p passed, $f failed, exit $rc (${secs}s; log $log)"
+        grep -E 'FAIL|ERROR|runtime error|SUMMARY' "$log" | head -n 20
+        [ "$f" -eq 0 ] && FAIL=$((FAIL + 1))
+    else
+        echo "--- $label: $p passed (${secs}s)"
+    fi
+}
+
+native_isas() { echo scalar sse avx2 avx512; }
+
+sanitize() {
+    need clang 'command -v clang'
+    need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a'
+    need libomp-dev 'ls /usr/lib/llvm-*/lib/libomp.so'
+    # gcc: the whole suite; clang: --quick unless SANITIZE_FULL=1 (budget:
+    # about 5 minutes on 2 cores, most of it compiling the instrumented kernels)
+    quick_gcc= quick_clang=--quick
+    [ "${SANITIZE_FULL:-0}" = 1 ] && quick_clang=
+    # the five instrumented builds, two at a time
+    for cc in gcc clang; do
+        D=$OUT/san-$cc; mkdir -p "$D"
+        ( build "$cc-asan-tests" "$D/nbwd_tests" $cc -std=c99 -O1 -g $W $SAN -fopenmp -Itests -I. $TEST_SRC -lm
+          build "$cc-asan-hardening" "$D/test_hardening" $cc -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread
+          [ $cc = clang ] && build tsan-hardening "$OUT/san-tsan/test_hardening" clang -std=c99 -O1 -g $W \
+              -fsanitize=thread -I. $HARD -lm -lpthread ) &
+        mkdir -p "$OUT/san-tsan"
+    done
+    wait
+    for cc in gcc clang; do
+        D=$OUT/san-$cc
+        for f in nbwd_tests test_hardening; do
+            [ -x "$D/$f" ] || { echo "--- build $cc $f: FAILED"; head -n 40 "$LOG"/build_$cc-*.log; FAIL=$((FAIL + 1)); }
+        done
+        [ -x "$D/nbwd_tests" ] && [ -x "$D/test_hardening" ] || continue
+        eval q=\$quick_$cc
+        for isa in $(native_isas); do run "asan+ubsan $cc tests $isa${q:+ quick}" "$D/nbwd_tests" --isa $isa $q; done
+        run "asan+ubsan $cc hardening" "$D/test_hardening" --quick
+    done
+    D=$OUT/san-tsan
+    if [ -x "$D/test_hardening" ]; then
+        run "tsan clang hardening threads" "$D/test_hardening" --suite threads
+        # the first-call race once more, with the choice capped through the environment
+        run "tsan clang hardening threads (NORM_BWD_ISA=sse)" env NORM_BWD_ISA=sse "$D/test_hardening" --suite threads
+    else
+        echo "--- build tsan: FAILED"; head -n 40 "$LOG/build_tsan-hardening.log"; FAIL=$((FAIL + 1))
+    fi
+}
+
+valgrind_mode() {
+    need valgrind 'command -v valgrind'
+    D=$OUT/valgrind; mkdir -p "$D"
+    VG="valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --track-origins=yes"
+    build vg-tests "$D/nbwd_tests" gcc -std=c99 -O1 -g $W -fopenmp -Itests -I. $TEST_SRC -lm || return
+    build vg-hardening "$D/test_hardening" gcc -std=c99 -O1 -g $W -fopenmp -I. $HARD -lm -lpthread || return
+    for isa in scalar avx2; do run "memcheck tests $isa quick" $VG "$D/nbwd_tests" --isa $isa --quick; done
+    # valgrind emulates AVX2 but not AVX-512; the nested suite's thread sampler is timing-based: left out
+    run "memcheck hardening" $VG "$D/test_hardening" --quick --suite nan --suite overflow --suite threads
+}
+
+fuzz() {
+    need clang 'command -v clang'
+    need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+    D=$OUT/../fuzz; mkdir -p "$D"
+    fsecs=${FUZZ_SECONDS:-60}
+    for t in layer_norm batch_norm misc; do
+        build "fuzz_$t" "$D/fuzz_$t" clang -std=c99 -O1 -g $W -fsanitize=fuzzer,address,undefined \
+            -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fuzz tests/fuzz/fuzz_$t.c -lm || continue
+        rm -rf "$D/corpus_$t"; mkdir -p "$D/corpus_$t" "$D/artifacts"
+        [ -d tests/fuzz/corpus/$t ] && cp tests/fuzz/corpus/$t/* "$D/corpus_$t/" 2>/dev/null
+        run "fuzz $t ${fsecs}s" sh -c "'$D/fuzz_$t' -max_total_time=$fsecs -timeout=10 -rss_limit_mb=2048 -max_len=512 \
+            -print_final_stats=1 -artifact_prefix='$D/artifacts/${t}-' '$D/corpus_$t' && \
+            echo 'fuzz_$t: 1 passed, 0 failed'"
+    done
+}
+
+hardening() {
+    D=$OUT; huge=
+    [ "${HUGE:-0}" = 1 ] && huge=--huge
+    need libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
+    build hardening "$D/test_hardening" $CC -std=c99 -O2 $W -fopenmp -I. $HARD -lm -lpthread || return
+    build hardening-emu "$D/test_hardening_emu" $CC -std=c99 -O2 $W -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE \
+        -I. $HARD -lm -lpthread || return
+    run "hardening native" "$D/test_hardening" $huge
+    for isa in avx2 avx512 neon; do
+        run "hardening emulated $isa" "$D/test_hardening_emu" --isa $isa --suite nan --suite threads --suite nested
+    done
+}
+
+case "${1:-}" in
+    sanitize) sanitize ;;
+    valgrind) valgrind_mode ;;
+    fuzz) fuzz ;;
+    hardening) hardening ;;
+    *) echo "usage: $0 sanitize|valgrind|fuzz|hardening"; exit 2 ;;
+esac
+echo "$RUNS runs"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
