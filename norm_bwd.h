@@ -146,10 +146,22 @@
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
 
    ============================================================================
-   ERRORS
+   ERRORS AND GUARANTEES
    ============================================================================
    Every entry point validates all its arguments before writing anything: on
    any error no output byte is written. nbwd_status_string gives the message.
+   Sizes: all index arithmetic is 64-bit (tensors beyond 2^31 elements work);
+   the product of the non-zero dims may be at most INT64_MAX / 16, larger or
+   overflowing shapes are NBWD_ERR_BAD_SHAPE, overflowing stride extents
+   NBWD_ERR_BAD_STRIDES.
+   NaN/Inf: propagated, never masked, never across sets: a bad value in one
+   LayerNorm row (x, dy, its mean or variance) changes only that row's
+   diff_src and the diff_gamma/diff_beta entries it feeds; a bad value in one
+   BatchNorm channel changes only that channel's outputs. Variance = +Inf
+   gives rstd = 0 and diff_src = 0 for that set.
+   Threads: no global state but the cached CPU detection and the forced path
+   (written atomically); concurrent calls on different data are safe and give
+   the same bits as serial ones.
 
    ============================================================================
    CONFIGURATION MACROS
@@ -163,6 +175,8 @@
                                 leave one SIMD path out
      NORM_BWD_HEADER_FILENAME   the path of this file, if renamed, as a string
                                 (the kernels are instantiated by re-including it)
+     NORM_BWD_STREAM_BYTES      diff_src of at least this many bytes is written
+                                with non-temporal stores (default 8 MiB)
      NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
                                 emulation, runnable on any x86 CPU when named
    Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|neon replaces the
