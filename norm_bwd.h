@@ -1049,12 +1049,19 @@ static void nbwd__cursor_next(const nbwd__outer *o, nbwd__cursor *c) {
     }
 }
 
+/* The data input and the spread statistic that a statistics form reads. */
+static const void *nbwd__x_of(int form, const void *src, const void *xhat) {
+    return form == NBWD_STATS_XHAT_STD ? xhat : src;
+}
+static const void *nbwd__spread_of(int form, const void *variance, const void *rstd, const void *std_) {
+    return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
+}
+
 /* The pieces common to both operations' pointer checks. */
 static nbwd_status nbwd__check_stats_args(int form, const void *src, const void *xhat, const void *mean,
                                           const void *variance, const void *rstd, const void *std_,
                                           int64_t data_elems, int64_t stat_elems) {
-    const void *x = form == NBWD_STATS_XHAT_STD ? xhat : src;
-    const void *spread = form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
+    const void *x = nbwd__x_of(form, src, xhat), *spread = nbwd__spread_of(form, variance, rstd, std_);
     /* An input of another form given: the caller has mixed up the forms. */
     if ((form == NBWD_STATS_XHAT_STD && (src || mean)) || (form != NBWD_STATS_XHAT_STD && xhat) ||
         (form != NBWD_STATS_MEAN_VARIANCE && variance) || (form != NBWD_STATS_MEAN_RSTD && rstd) ||
@@ -1174,10 +1181,8 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     nbwd_status s;
     int64_t total = p->rows * p->n, lo, hi, outer_dims[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt), pesz = nbwd__esize(p->pdt);
-    const void *x = p->form == NBWD_STATS_XHAT_STD ? a->xhat : a->src;
-    const void *spread = p->form == NBWD_STATS_MEAN_VARIANCE ? a->variance
-                         : p->form == NBWD_STATS_MEAN_RSTD   ? a->rstd
-                                                             : a->std;
+    const void *x = nbwd__x_of(p->form, a->src, a->xhat);
+    const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
@@ -1295,13 +1300,11 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         }
     }
     if (p.rows > 0 && n > 0 && (r.want_dx || r.want_dg || r.want_db)) {
-        r.x = (const char *)(p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src);
+        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat);
         r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
         r.mean = (const char *)args->mean;
-        r.spread = (const char *)(p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
-                                  : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
-                                                                     : args->std);
+        r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         if (p.affine && r.want_dx) {
             if (p.pdt == NBWD_F32) {
                 r.gamma = (const float *)args->gamma;
@@ -1431,10 +1434,8 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     int64_t total = p->M * p->C, lo, hi, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
     int64_t cs = p->C * (int64_t)nbwd__esize(p->sdt), cp = p->C * (int64_t)nbwd__esize(p->pdt);
     size_t esz = nbwd__esize(p->dt);
-    const void *x = p->form == NBWD_STATS_XHAT_STD ? a->xhat : a->src;
-    const void *spread = p->form == NBWD_STATS_MEAN_VARIANCE ? a->variance
-                         : p->form == NBWD_STATS_MEAN_RSTD   ? a->rstd
-                                                             : a->std;
+    const void *x = nbwd__x_of(p->form, a->src, a->xhat);
+    const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
@@ -1590,10 +1591,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         }
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
-        const void *spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
-                             : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
-                                                                : args->std;
-        r.x = (const char *)(p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src);
+        const void *spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
+        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat);
         r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
         r.xm = (float *)(ws + p.ws_coef);
