@@ -13,6 +13,10 @@ GPU_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm
 GPU_NVFLAGS ?= -O2 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall,-Wextra -Werror all-warnings
 GPU_HOST_CFLAGS ?= -std=c99 -O1 -Wall -Wextra -pedantic -Werror
 GPU_DEPS := norm_bwd.h norm_bwd_gpu.h
+# Where libcudart lives, asked of nvcc itself: nvcc may be a wrapper script
+# or symlink outside the toolkit (e.g. /usr/local/bin/nvcc), so a path
+# relative to it is not reliable. Lazy (=): only run when a rule needs it.
+CUDA_LIBDIR ?= $(or $(shell $(NVCC) --dryrun -x cu -o /dev/null /dev/null 2>&1 | sed -n 's/.*LIBRARIES=.*"-L\([^"]*\/lib\)".*/\1/p' | head -n 1),$(dir $(realpath $(NVCC)))../lib64)
 
 .PHONY: gpu test-gpu bench-gpu gpu-check gpu-nvcc
 
@@ -31,7 +35,7 @@ $(GPU_DIR)/gpu_impl.o: tests/gpu/gpu_impl.cu $(GPU_DEPS) | $(GPU_DIR)
 	$(NVCC) $(GPU_NVFLAGS) -c -o $@ $<
 
 $(GPU_DIR)/test_gpu_link: tests/gpu/test_gpu_link.c $(GPU_DIR)/gpu_impl.o $(GPU_DEPS) | $(GPU_DIR)
-	$(GPU_CC) $(GPU_HOST_CFLAGS) -o $@ $< $(GPU_DIR)/gpu_impl.o -L$(dir $(NVCC))../lib64 -lcudart -lstdc++ -lm
+	$(GPU_CC) $(GPU_HOST_CFLAGS) -o $@ $< $(GPU_DIR)/gpu_impl.o -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++ -lm
 
 $(GPU_DIR)/test_gpu_host: tests/gpu/test_gpu_host.c tests/gpu/gpu_cases.h $(GPU_DEPS) | $(GPU_DIR)
 	$(GPU_CC) $(GPU_HOST_CFLAGS) -o $@ $< -lm
@@ -45,7 +49,7 @@ endif
 
 test-gpu: gpu
 	$(GPU_DIR)/test_gpu
-	LD_LIBRARY_PATH=$(dir $(NVCC))../lib64:$$LD_LIBRARY_PATH $(GPU_DIR)/test_gpu_link
+	$(GPU_DIR)/test_gpu_link
 
 bench-gpu: gpu
 	$(GPU_DIR)/bench_gpu

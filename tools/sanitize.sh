@@ -3,7 +3,7 @@
 # closing "N passed, N failed" line is added up into one final line.
 #   sanitize   the main suite (tests/*.c) under ASan+UBSan with gcc and with
 #              clang on the native paths (scalar, sse, avx2, avx512 where the
-#              CPU has it), the hardening test under the same sanitizers, and
+#              CPU has it) and the SIMDe-emulated avx512 and neon, the hardening test under the same sanitizers, and
 #              the hardening test's pthread part under ThreadSanitizer (clang,
 #              no OpenMP: libgomp/libomp are not TSan-instrumented).
 #              SANITIZE_FULL=1: the main suite without --quick under clang too.
@@ -26,6 +26,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 W="-Wall -Wextra -pedantic -Werror"
 TEST_SRC="tests/impl.c tests/main.c tests/reference.c $(ls tests/test_*.c 2>/dev/null | sort | tr '\n' ' ')"
 HARD=tests/hardening/test_hardening.c
+# as the Makefile's test builds: a low streaming threshold so the
+# non-temporal store path runs on test-sized tensors
+TEST_DEFS="-DNORM_BWD_STREAM_BYTES=16384"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 # A failed huge allocation is a status the tests expect, not a report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0}
@@ -83,14 +86,16 @@ sanitize() {
     need clang 'command -v clang'
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a'
     need libomp-dev 'ls /usr/lib/llvm-*/lib/libomp.so'
-    # gcc: the whole suite; clang: --quick unless SANITIZE_FULL=1 (budget:
-    # about 5 minutes on 2 cores, most of it compiling the instrumented kernels)
+    # gcc: the whole suite; clang: --quick unless SANITIZE_FULL=1 (about 10
+    # minutes on 2 cores in all, much of it compiling the instrumented kernels)
     quick_gcc= quick_clang=--quick
     [ "${SANITIZE_FULL:-0}" = 1 ] && quick_clang=
     # the five instrumented builds, two at a time
     for cc in gcc clang; do
         D=$OUT/san-$cc; mkdir -p "$D"
-        ( build "$cc-asan-tests" "$D/nbwd_tests" $cc -std=c99 -O1 -g $W $SAN -fopenmp -Itests -I. $TEST_SRC -lm
+        ( build "$cc-asan-tests" "$D/nbwd_tests" $cc -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. $TEST_SRC -lm
+          build "$cc-asan-tests-emu" "$D/nbwd_tests_emu" $cc -std=c99 -O1 -g $W -Wno-psabi $SAN $TEST_DEFS \
+              -DNORM_BWD_SIMD_EMULATE -fopenmp -Itests -I. $TEST_SRC -lm
           build "$cc-asan-hardening" "$D/test_hardening" $cc -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread
           [ $cc = clang ] && build tsan-hardening "$OUT/san-tsan/test_hardening" clang -std=c99 -O1 -g $W \
               -fsanitize=thread -I. $HARD -lm -lpthread ) &
@@ -99,12 +104,14 @@ sanitize() {
     wait
     for cc in gcc clang; do
         D=$OUT/san-$cc
-        for f in nbwd_tests test_hardening; do
+        for f in nbwd_tests nbwd_tests_emu test_hardening; do
             [ -x "$D/$f" ] || { echo "--- build $cc $f: FAILED"; head -n 40 "$LOG"/build_$cc-*.log; FAIL=$((FAIL + 1)); }
         done
-        [ -x "$D/nbwd_tests" ] && [ -x "$D/test_hardening" ] || continue
+        [ -x "$D/nbwd_tests" ] && [ -x "$D/nbwd_tests_emu" ] && [ -x "$D/test_hardening" ] || continue
         eval q=\$quick_$cc
         for isa in $(native_isas); do run "asan+ubsan $cc tests $isa${q:+ quick}" "$D/nbwd_tests" --isa $isa $q; done
+        # the layers this CPU lacks, through SIMDe (avx2 is native above)
+        for isa in avx512 neon; do run "asan+ubsan $cc tests $isa emulated${q:+ quick}" "$D/nbwd_tests_emu" --isa $isa $q; done
         run "asan+ubsan $cc hardening" "$D/test_hardening" --quick
     done
     D=$OUT/san-tsan
