@@ -171,7 +171,8 @@
      NORM_BWD_MALLOC(size)      allocator (define both or neither);
      NORM_BWD_FREE(ptr)         default malloc/free
      NORM_BWD_NO_SIMD           scalar path only (norm_bwd_simd.h not needed)
-     NORM_BWD_NO_SSE, NORM_BWD_NO_AVX2, NORM_BWD_NO_AVX512, NORM_BWD_NO_NEON
+     NORM_BWD_NO_SSE, NORM_BWD_NO_AVX2, NORM_BWD_NO_AVX512, NORM_BWD_NO_NEON,
+     NORM_BWD_NO_AVX512_BF16, NORM_BWD_NO_NEON_BF16
                                 leave one SIMD path out
      NORM_BWD_HEADER_FILENAME   the path of this file, if renamed, as a string
                                 (the kernels are instantiated by re-including it)
@@ -179,8 +180,8 @@
                                 with non-temporal stores (default 8 MiB)
      NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
                                 emulation, runnable on any x86 CPU when named
-   Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|neon replaces the
-   automatic choice. A path that is not compiled in or cannot run on this CPU
+   Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16
+   replaces the automatic choice. A path that is not compiled in or cannot run on this CPU
    makes NBWD_ISA_AUTO calls return NBWD_ERR_UNSUPPORTED (never a silent
    substitute).
 
@@ -188,10 +189,15 @@
    SIMD AND DISPATCH
    ============================================================================
    Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64),
-   avx2 (+FMA, F16C), avx512 (F, BW, VL), neon (AArch64). x86 kernels carry
-   target attributes, so a plain `cc -O2` build holds them all; the first call
-   detects the CPU (cpuid + xgetbv for OS state; NEON is baseline on AArch64)
-   and caches the choice. Choose a path per call with desc.isa, per process
+   avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 narrowing to
+   bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
+   BFCVTN, Armv8.6 BF16). All give the same bf16 bits (VCVTNEPS2BF16 flushes
+   f32 denormals, so vectors holding one take the integer rounding); all
+   assume the default floating-point environment (nearest even, no FTZ/DAZ).
+   x86 kernels carry target attributes, so a plain `cc -O2` build holds them
+   all; the first call detects the CPU (cpuid + xgetbv for OS state; NEON is
+   baseline on AArch64, getauxval(AT_HWCAP2) tells BF16) and caches the
+   choice. The bulk conversion helpers run on the chosen path too. Choose a path per call with desc.isa, per process
    with nbwd_force_isa(), or with NORM_BWD_ISA. The row kernels exist once, in
    the kernel template at the end of this file, instantiated per path over a
    small vector layer (norm_bwd_simd.h); the x86 paths compile with gcc,
@@ -261,7 +267,9 @@ typedef enum nbwd_isa {
     NBWD_ISA_AVX2 = 3,
     NBWD_ISA_AVX512 = 4,
     NBWD_ISA_NEON = 5,
-    NBWD_ISA_COUNT = 6
+    NBWD_ISA_AVX512_BF16 = 6, /* avx512 + AVX512_BF16: hardware f32 -> bf16 narrowing */
+    NBWD_ISA_NEON_BF16 = 7,   /* neon + Armv8.6 BF16 (BFCVTN) */
+    NBWD_ISA_COUNT = 8
 } nbwd_isa;
 
 /* flags */
@@ -503,26 +511,13 @@ NBWD_API float nbwd_bf16_to_f32(uint16_t v) { return nbwd__bf16_to_f32(v); }
 NBWD_API uint16_t nbwd_f32_to_bf16(float v) { return nbwd__f32_to_bf16(v); }
 NBWD_API float nbwd_f16_to_f32(uint16_t v) { return nbwd__f16_to_f32(v); }
 NBWD_API uint16_t nbwd_f32_to_f16(float v) { return nbwd__f32_to_f16(v); }
-NBWD_API void nbwd_bf16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
-    int64_t i;
-    if (!src || !dst) return;
-    for (i = 0; i < n; ++i) dst[i] = nbwd__bf16_to_f32(src[i]);
-}
-NBWD_API void nbwd_f32_to_bf16_n(const float *src, uint16_t *dst, int64_t n) {
-    int64_t i;
-    if (!src || !dst) return;
-    for (i = 0; i < n; ++i) dst[i] = nbwd__f32_to_bf16(src[i]);
-}
-NBWD_API void nbwd_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
-    int64_t i;
-    if (!src || !dst) return;
-    for (i = 0; i < n; ++i) dst[i] = nbwd__f16_to_f32(src[i]);
-}
-NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) {
-    int64_t i;
-    if (!src || !dst) return;
-    for (i = 0; i < n; ++i) dst[i] = nbwd__f32_to_f16(src[i]);
-}
+/* The bulk helpers run on the dispatched path (after the dispatcher below). */
+static void nbwd__narrow_n(const float *src, uint16_t *dst, int dt, int64_t n);
+static void nbwd__widen_n(const uint16_t *src, float *dst, int dt, int64_t n);
+NBWD_API void nbwd_bf16_to_f32_n(const uint16_t *src, float *dst, int64_t n) { nbwd__widen_n(src, dst, NBWD_BF16, n); }
+NBWD_API void nbwd_f32_to_bf16_n(const float *src, uint16_t *dst, int64_t n) { nbwd__narrow_n(src, dst, NBWD_BF16, n); }
+NBWD_API void nbwd_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) { nbwd__widen_n(src, dst, NBWD_F16, n); }
+NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) { nbwd__narrow_n(src, dst, NBWD_F16, n); }
 
 static size_t nbwd__esize(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
 
@@ -573,6 +568,8 @@ typedef struct nbwd__rows {
 } nbwd__rows;
 typedef void (*nbwd__ln_rows_fn)(const nbwd__rows *rows);
 typedef void (*nbwd__add_fn)(float *dst, const float *src, int64_t n);
+typedef void (*nbwd__narrow_fn)(const float *src, uint16_t *dst, int dt, int64_t n);
+typedef void (*nbwd__widen_fn)(const uint16_t *src, float *dst, int dt, int64_t n);
 
 typedef struct nbwd__kernels {
     nbwd_isa isa;
@@ -581,6 +578,8 @@ typedef struct nbwd__kernels {
     nbwd__ln_rows_fn ln_rows;
     nbwd__ln_rows_fn bn_rows; /* NXC rows: column sums, or dx when rows->dx is set */
     nbwd__add_fn add;         /* dst[i] += src[i] */
+    nbwd__narrow_fn narrow;   /* the bulk conversion helpers */
+    nbwd__widen_fn widen;
 } nbwd__kernels;
 
 /* The portable path: the same template with one-lane "vectors". */
@@ -643,6 +642,12 @@ static const nbwd__kernels *nbwd__compiled(nbwd_isa isa) {
 #if defined(NBWD__HAVE_NEON)
     case NBWD_ISA_NEON: return &nbwd__kernels_neon;
 #endif
+#if defined(NBWD__HAVE_AVX512_BF16)
+    case NBWD_ISA_AVX512_BF16: return &nbwd__kernels_avx512_bf16;
+#endif
+#if defined(NBWD__HAVE_NEON_BF16)
+    case NBWD_ISA_NEON_BF16: return &nbwd__kernels_neon_bf16;
+#endif
     default: return NULL;
     }
 }
@@ -681,18 +686,28 @@ static int nbwd__cpu_paths(void) {
     if ((r[2] & (1u << 27)) && (r[2] & (1u << 28)) && (r[2] & (1u << 12)) && (r[2] & (1u << 29)) &&
         max_leaf >= 7) { /* OSXSAVE, AVX, FMA, F16C */
         unsigned long long xcr0 = nbwd__xcr0();
-        unsigned ebx7;
+        unsigned ebx7, max_sub7;
         nbwd__cpuid(7, 0, r);
         ebx7 = r[1];
+        max_sub7 = r[0];
         if ((xcr0 & 0x6) == 0x6 && (ebx7 & (1u << 5))) {
             paths |= 1 << NBWD_ISA_AVX2;
-            if ((xcr0 & 0xe6) == 0xe6 && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) && (ebx7 & (1u << 31)))
+            if ((xcr0 & 0xe6) == 0xe6 && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) && (ebx7 & (1u << 31))) {
                 paths |= 1 << NBWD_ISA_AVX512;
+                if (max_sub7 >= 1) {
+                    nbwd__cpuid(7, 1, r);
+                    if (r[0] & (1u << 5)) paths |= 1 << NBWD_ISA_AVX512_BF16; /* AVX512_BF16 */
+                }
+            }
         }
     }
 #elif defined(__aarch64__) || defined(_M_ARM64)
-    /* NEON and the SSE baseline (translated to NEON by SIMDe) are baseline. */
+    /* NEON and the SSE baseline (translated to NEON by SIMDe) are baseline;
+       the kernel's HWCAP2 adds BF16 (BFCVTN). */
     paths |= (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_SSE);
+#if defined(NBWD__HAVE_NEON_BF16)
+    if (getauxval(AT_HWCAP2) & NBWD__HWCAP2_BF16) paths |= 1 << NBWD_ISA_NEON_BF16;
+#endif
 #endif
 #if defined(NBWD__EMULATED_PATHS)
     paths |= NBWD__EMULATED_PATHS; /* SIMDe-emulated: runs on any CPU */
@@ -711,8 +726,8 @@ static int nbwd__dispatch(void) {
     int state = NBWD__ATOMIC_LOAD(&nbwd__dispatch_state);
     if (!state) {
         int cpu = nbwd__cpu_paths(), runnable = 0, best = NBWD_ISA_SCALAR, i;
-        static const int preference[] = {NBWD_ISA_SCALAR, NBWD_ISA_SSE, NBWD_ISA_NEON, NBWD_ISA_AVX2,
-                                         NBWD_ISA_AVX512};
+        static const int preference[] = {NBWD_ISA_SCALAR, NBWD_ISA_SSE,    NBWD_ISA_NEON,       NBWD_ISA_NEON_BF16,
+                                         NBWD_ISA_AVX2,   NBWD_ISA_AVX512, NBWD_ISA_AVX512_BF16};
         const char *env = getenv("NORM_BWD_ISA");
         for (i = 1; i < NBWD_ISA_COUNT; ++i)
             if ((cpu & (1 << i)) && nbwd__compiled((nbwd_isa)i)) runnable |= 1 << i;
@@ -742,6 +757,8 @@ NBWD_API const char *nbwd_isa_name(nbwd_isa isa) {
     case NBWD_ISA_AVX2: return "avx2";
     case NBWD_ISA_AVX512: return "avx512";
     case NBWD_ISA_NEON: return "neon";
+    case NBWD_ISA_AVX512_BF16: return "avx512_bf16";
+    case NBWD_ISA_NEON_BF16: return "neon_bf16";
     default: return "unknown";
     }
 }
@@ -774,6 +791,19 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa) {
     if ((int)isa != NBWD_ISA_AUTO && !nbwd_isa_supported(isa)) return NBWD_ERR_UNSUPPORTED;
     NBWD__ATOMIC_STORE(&nbwd__forced_isa, (int)isa);
     return NBWD_OK;
+}
+
+/* Every path gives the bits of the scalar conversions. A path that cannot
+   run (a NORM_BWD_ISA naming one) falls back to scalar: these return void. */
+static void nbwd__narrow_n(const float *src, uint16_t *dst, int dt, int64_t n) {
+    const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
+    if (!src || !dst || n <= 0) return;
+    (k ? k : &nbwd__kernels_scalar)->narrow(src, dst, dt, n);
+}
+static void nbwd__widen_n(const uint16_t *src, float *dst, int dt, int64_t n) {
+    const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
+    if (!src || !dst || n <= 0) return;
+    (k ? k : &nbwd__kernels_scalar)->widen(src, dst, dt, n);
 }
 
 static int nbwd__pick_threads(int requested, int64_t work_elems, int64_t max_parallel) {
@@ -1645,7 +1675,9 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
      NBWD__VF NBWD__VW                        vector type, lanes
      NBWD__VZERO VSET1 VADD VSUB VMUL VFMA(a,b,c)=a*b+c VHSUM
      NBWD__VLOAD_F32/F16/BF16(p) NBWD__VSTORE_F32/F16/BF16(p, v)  (unaligned)
-   The pass #undefs them all at the end. Tails (n % VW) go through a small
+   The pass #undefs them all at the end (with NBWD__KEEP_LAYER defined, all
+   but KSUFFIX, KISA, KTARGET and VSTORE/VSTREAM_BF16, so that a second pass
+   can vary just those). Tails (n % VW) go through a small
    stack buffer, so nothing is read or written past the end of a row.
    ========================================================================== */
 #define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
@@ -1884,6 +1916,41 @@ static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int6
     for (; i < n; ++i) dst[i] += src[i];
 }
 
+/* The bulk conversion helpers (dt: NBWD_F16 or NBWD_BF16). */
+static NBWD__KTARGET void NBWD__KN(nbwd__narrow)(const float *src, uint16_t *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    if (dt == NBWD_F16) {
+        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F16(dst + i, NBWD__VLOAD_F32(src + i));
+    } else {
+        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_BF16(dst + i, NBWD__VLOAD_F32(src + i));
+    }
+    if (i < n) { /* the tail through zero-padded copies */
+        float fb[NBWD__VW];
+        uint16_t hb[NBWD__VW];
+        memset(fb, 0, sizeof fb);
+        memcpy(fb, src + i, (size_t)(n - i) * 4);
+        if (dt == NBWD_F16) NBWD__VSTORE_F16(hb, NBWD__VLOAD_F32(fb));
+        else NBWD__VSTORE_BF16(hb, NBWD__VLOAD_F32(fb));
+        memcpy(dst + i, hb, (size_t)(n - i) * 2);
+    }
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    if (dt == NBWD_F16) {
+        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F32(dst + i, NBWD__VLOAD_F16(src + i));
+    } else {
+        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F32(dst + i, NBWD__VLOAD_BF16(src + i));
+    }
+    if (i < n) {
+        float fb[NBWD__VW];
+        uint16_t hb[NBWD__VW];
+        memset(hb, 0, sizeof hb);
+        memcpy(hb, src + i, (size_t)(n - i) * 2);
+        NBWD__VSTORE_F32(fb, dt == NBWD_F16 ? NBWD__VLOAD_F16(hb) : NBWD__VLOAD_BF16(hb));
+        memcpy(dst + i, fb, (size_t)(n - i) * 4);
+    }
+}
+
 /* The entry points: one switch on the data type, so each body is compiled
    with a constant dt (three specialized loops per kernel). */
 
@@ -1923,19 +1990,26 @@ static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
 
 static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
     NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
-    NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add)};
+    NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add), NBWD__KN(nbwd__narrow), NBWD__KN(nbwd__widen)};
 
 #undef NBWD__DT_SWITCH
-#undef NBWD__KSTREAM
-#undef NBWD__VSTREAM_F32
-#undef NBWD__VSTREAM_F16
-#undef NBWD__VSTREAM_BF16
-#undef NBWD__VSFENCE
 #undef NBWD__KN
 #undef NBWD__KFN
 #undef NBWD__KSUFFIX
 #undef NBWD__KISA
 #undef NBWD__KTARGET
+#undef NBWD__VSTORE_BF16
+#undef NBWD__VSTREAM_BF16
+#if !NBWD__KSTREAM
+#undef NBWD__VSTREAM_F32 /* the template's own fallbacks */
+#undef NBWD__VSTREAM_F16
+#undef NBWD__VSFENCE
+#endif
+#undef NBWD__KSTREAM
+#if !defined(NBWD__KEEP_LAYER) /* else a second pass over the same layer follows */
+#undef NBWD__VSTREAM_F32
+#undef NBWD__VSTREAM_F16
+#undef NBWD__VSFENCE
 #undef NBWD__VF
 #undef NBWD__VW
 #undef NBWD__VZERO
@@ -1950,7 +2024,7 @@ static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
 #undef NBWD__VLOAD_F16
 #undef NBWD__VSTORE_F16
 #undef NBWD__VLOAD_BF16
-#undef NBWD__VSTORE_BF16
+#endif
 #endif /* NBWD__KERNEL_PASS */
 
 /*

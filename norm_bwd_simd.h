@@ -116,6 +116,25 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
     r = simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
     simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r)); /* exact: r fits int16 */
 }
+/* f16: SIMDe's F16C is the instruction only where the build has F16C;
+   elsewhere (plain x86-64, AArch64) its software conversion drops NaN
+   payloads, so the lanes go through this file's own exact conversions. */
+#if defined(SIMDE_X86_F16C_NATIVE)
+#define nbwd__sse_load_f16(p) simde_mm_cvtph_ps(simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p)))
+#define nbwd__sse_store_f16(p, v) \
+    simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
+#else
+static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
+    return simde_mm_setr_ps(nbwd__f16_to_f32(p[0]), nbwd__f16_to_f32(p[1]), nbwd__f16_to_f32(p[2]),
+                            nbwd__f16_to_f32(p[3]));
+}
+static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
+    float f[4];
+    simde_mm_storeu_ps(f, v);
+    p[0] = nbwd__f32_to_f16(f[0]); p[1] = nbwd__f32_to_f16(f[1]);
+    p[2] = nbwd__f32_to_f16(f[2]); p[3] = nbwd__f32_to_f16(f[3]);
+}
+#endif
 
 #define NBWD__KSUFFIX _sse
 #define NBWD__KISA NBWD_ISA_SSE
@@ -131,9 +150,8 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
 #define NBWD__VHSUM(v) nbwd__sse_hsum(v)
 #define NBWD__VLOAD_F32(p) simde_mm_loadu_ps(p)
 #define NBWD__VSTORE_F32(p, v) simde_mm_storeu_ps(p, v)
-#define NBWD__VLOAD_F16(p) simde_mm_cvtph_ps(simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p)))
-#define NBWD__VSTORE_F16(p, v) \
-    simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
+#define NBWD__VLOAD_F16(p) nbwd__sse_load_f16(p)
+#define NBWD__VSTORE_F16(p, v) nbwd__sse_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__sse_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__sse_store_bf16(p, v)
 #define NBWD__VSTREAM_F32(p, v) simde_mm_stream_ps(p, v)
@@ -157,10 +175,12 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
 #define NBWD__M256I simde__m256i
 #define NBWD__M512 simde__m512
 #define NBWD__M512I simde__m512i
+#define NBWD__MASK16 simde__mmask16
 #define NBWD__ROUND_NEAREST SIMDE_MM_FROUND_TO_NEAREST_INT
 #define NBWD__CMP_UNORD SIMDE_CMP_UNORD_Q
 #define NBWD__TARGET_AVX2
 #define NBWD__TARGET_AVX512
+#define NBWD__TARGET_AVX512_BF16
 #else
 #define NBWD__MM(name) _mm_##name
 #define NBWD__MM256(name) _mm256_##name
@@ -171,6 +191,7 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
 #define NBWD__M256I __m256i
 #define NBWD__M512 __m512
 #define NBWD__M512I __m512i
+#define NBWD__MASK16 __mmask16
 #define NBWD__ROUND_NEAREST _MM_FROUND_TO_NEAREST_INT
 #define NBWD__CMP_UNORD _CMP_UNORD_Q
 #if defined(NBWD__MSVC)
@@ -179,6 +200,7 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
 #else
 #define NBWD__TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define NBWD__TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define NBWD__TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
 #endif
 #endif
 
@@ -321,9 +343,62 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_stream_f16(uint16_t *p, NBWD
 #define NBWD__VSTREAM_F16(p, v) nbwd__avx512_stream_f16(p, v)
 #define NBWD__VSTREAM_BF16(p, v) NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512_pack_bf16(v))
 #define NBWD__VSFENCE() NBWD__MM(sfence)()
+
+/* avx512_bf16: the same layer, narrowing to bf16 with VCVTNEPS2BF16 (gcc 10+,
+   clang 9+; not attempted under MSVC). */
+#if !defined(NORM_BWD_NO_AVX512_BF16) && !defined(NBWD__MSVC) &&                                     \
+    (defined(NORM_BWD_SIMD_EMULATE) || (defined(__clang__) && __clang_major__ >= 9) ||                 \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
+#define NBWD__HAVE_AVX512_BF16 1
+#define NBWD__KEEP_LAYER
+#endif
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
+
+#if defined(NBWD__HAVE_AVX512_BF16)
+#undef NBWD__KEEP_LAYER
+#if defined(NORM_BWD_SIMD_EMULATE)
+/* SIMDe 0.7.4 has no AVX512_BF16: the instruction as the Intel SDM defines
+   it (convert_fp32_to_bfloat16), lane by lane. */
+static NBWD__M256I nbwd__cvtneps_pbh(NBWD__M512 v) {
+    float f[16];
+    uint16_t h[16];
+    int i;
+    NBWD__MM512(storeu_ps)(f, v);
+    for (i = 0; i < 16; ++i) {
+        uint32_t x;
+        memcpy(&x, &f[i], 4);
+        if ((x & 0x7f800000u) == 0) h[i] = (uint16_t)((x >> 16) & 0x8000u);          /* zero, denormal: signed 0 */
+        else if ((x & 0x7fffffffu) == 0x7f800000u) h[i] = (uint16_t)(x >> 16);       /* infinity */
+        else if ((x & 0x7fffffffu) > 0x7f800000u) h[i] = (uint16_t)((x >> 16) | 0x40u); /* NaN: quiet */
+        else h[i] = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);             /* nearest even */
+    }
+    return NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)h);
+}
+#else
+#define nbwd__cvtneps_pbh(v) ((__m256i)_mm512_cvtneps_pbh(v))
+#endif
+/* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs as the integer path
+   does, but reads f32 denormals as zero; a vector holding one (rare) takes
+   the integer path, so the bits match every other path. */
+static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M512 v) {
+    NBWD__M512I u = NBWD__MM512(castps_si512)(v);
+    NBWD__MASK16 tiny = NBWD__MM512(cmpeq_epi32_mask)(NBWD__MM512(and_si512)(u, NBWD__MM512(set1_epi32)(0x7f800000)),
+                                                    NBWD__MM512(setzero_si512)());
+    if (NBWD__MM512(mask_test_epi32_mask)(tiny, u, NBWD__MM512(set1_epi32)(0x007fffff)))
+        return nbwd__avx512_pack_bf16(v);
+    return nbwd__cvtneps_pbh(v);
+}
+#define NBWD__KSUFFIX _avx512_bf16
+#define NBWD__KISA NBWD_ISA_AVX512_BF16
+#define NBWD__KTARGET NBWD__TARGET_AVX512_BF16
+#define NBWD__VSTORE_BF16(p, v) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512bf16_pack_bf16(v))
+#define NBWD__VSTREAM_BF16(p, v) NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512bf16_pack_bf16(v))
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif /* NBWD__HAVE_AVX512_BF16 */
 #endif
 #endif /* x86 or emulated */
 
@@ -379,14 +454,49 @@ static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
 #define NBWD__VSTORE_F16(p, v) nbwd__neon_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__neon_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__neon_store_bf16(p, v)
+
+/* neon_bf16: the same layer, narrowing to bf16 with BFCVTN (Armv8.6 BF16),
+   used when Linux's HWCAP2 reports it. Inline assembly, so that neither a
+   target attribute (gcc's arm_neon.h wants "arch=armv8.2-a+bf16", which would
+   override the user's -march) nor a BF16-aware arm_neon.h (clang 14 has none
+   without -march=...+bf16) is needed. With the default FPCR (round to
+   nearest even, no flush-to-zero, no default NaN) BFCVTN gives exactly the
+   integer path's bits, denormals and quiet NaNs included. */
+#if !defined(NORM_BWD_NO_NEON_BF16) && !defined(NORM_BWD_SIMD_EMULATE) && defined(__linux__) && \
+    (defined(__GNUC__) || defined(__clang__))
+#include <sys/auxv.h>
+#define NBWD__HAVE_NEON_BF16 1
+#define NBWD__HWCAP2_BF16 (1ul << 14) /* asm/hwcap.h HWCAP2_BF16 */
+#define NBWD__KEEP_LAYER
+#endif
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
+
+#if defined(NBWD__HAVE_NEON_BF16)
+#undef NBWD__KEEP_LAYER
+static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
+    /* BFCVTN v17.4h, v16.4s by its encoding: assemblers that do not know
+       the mnemonic (clang 14 has no ".arch_extension bf16") still take it. */
+    register float32x4_t in __asm__("v16") = v;
+    register uint16x4_t out __asm__("v17");
+    __asm__(".inst 0x0ea16a11" : "=w"(out) : "w"(in));
+    vst1_u16(p, out);
+}
+#define NBWD__KSUFFIX _neon_bf16
+#define NBWD__KISA NBWD_ISA_NEON_BF16
+#define NBWD__KTARGET
+#define NBWD__VSTORE_BF16(p, v) nbwd__neonbf16_store_bf16(p, v)
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#endif /* NBWD__HAVE_NEON_BF16 */
 #endif
 
 /* Emulated paths run only when asked for by name (tests). */
 #if defined(NORM_BWD_SIMD_EMULATE)
-#define NBWD__EMULATED_PATHS ((1 << NBWD_ISA_AVX512) | (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_AVX2))
+#define NBWD__EMULATED_PATHS \
+    ((1 << NBWD_ISA_AVX512) | (1 << NBWD_ISA_AVX512_BF16) | (1 << NBWD_ISA_NEON) | (1 << NBWD_ISA_AVX2))
 #endif
 
 #if defined(__clang__)

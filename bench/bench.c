@@ -734,7 +734,7 @@ static void usage(void) {
            "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC\n"
            "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm f32+bf16, BatchNorm f32)\n"
            "  --threads LIST  thread counts (default: 1 and all = %d)\n"
-           "  --isa NAME      force the library path (scalar, sse, avx2, avx512, neon) via desc.isa\n"
+           "  --isa NAME      force the library path (scalar, sse, avx2, avx512, avx512_bf16, neon, neon_bf16) via desc.isa\n"
            "  --reps N        timed runs per variant (default: adaptive, >= 15)\n"
            "  --workspace M   auto (NULL: the library allocates, default) or caller (preallocated)\n"
            "  --csv FILE      also write the rows as CSV\n"

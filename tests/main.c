@@ -1,6 +1,6 @@
 /* main.c - the test runner and the harness behind nbwd_test.h.
 
-   usage: nbwd_tests [--isa scalar|sse|avx2|avx512|neon|auto] [--quick]
+   usage: nbwd_tests [--isa scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16|auto] [--quick]
                      [--suite NAME]... [--verbose]
    Runs every suite (or the named ones) with every descriptor's isa set to
    the chosen path. An ISA this build or CPU cannot run is reported as
@@ -511,6 +511,15 @@ static int t_cpu_has_avx512(void) {
     (void)a; (void)c; (void)d;
     return (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)); /* AVX-512 F, BW, VL */
 }
+static int t_cpu_has_avx512_bf16(void) {
+    unsigned a, b, c, d;
+    if (!t_cpu_has_avx512()) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (a < 1) return 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    (void)b; (void)c; (void)d;
+    return (a & (1u << 5)) != 0;
+}
 #define T_X86 1
 #endif
 
@@ -518,16 +527,20 @@ static int t_cpu_has_avx512(void) {
 static const char *t_skip_reason(nbwd_isa isa) {
 #if defined(T_X86)
     if (isa == NBWD_ISA_NEON) return "NEON is an AArch64 path (an x86 build runs it only with NORM_BWD_SIMD_EMULATE)";
+    if (isa == NBWD_ISA_NEON_BF16) return "an AArch64 path (Armv8.6 BF16), not emulated";
     if (isa == NBWD_ISA_AVX512 && !t_cpu_has_avx512()) return "this CPU lacks AVX-512 F/BW/VL";
+    if (isa == NBWD_ISA_AVX512_BF16 && !t_cpu_has_avx512_bf16()) return "this CPU lacks AVX512_BF16 (or AVX-512 F/BW/VL)";
 #elif defined(__aarch64__) || defined(_M_ARM64)
-    if (isa == NBWD_ISA_AVX2 || isa == NBWD_ISA_AVX512) return "an x86 path, and this is AArch64";
+    if (isa == NBWD_ISA_AVX2 || isa == NBWD_ISA_AVX512 || isa == NBWD_ISA_AVX512_BF16)
+        return "an x86 path, and this is AArch64";
+    if (isa == NBWD_ISA_NEON_BF16) return "this CPU (or QEMU_CPU) lacks BF16 (HWCAP2_BF16), or the build is not Linux gcc/clang";
 #endif
     if (isa == NBWD_ISA_SSE) return "not compiled in (NORM_BWD_NO_SIMD or NORM_BWD_NO_SSE, or SIMDe missing at build time)";
     return "not compiled into this build (NORM_BWD_NO_SIMD / NORM_BWD_NO_<ISA>) or the OS does not enable it";
 }
 
 static void t_usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--isa scalar|sse|avx2|avx512|neon|auto] [--quick] [--verbose] [--suite NAME]...\n",
+    fprintf(stderr, "usage: %s [--isa scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16|auto] [--quick] [--verbose] [--suite NAME]...\n",
             argv0);
 }
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_isa.sh - a plain `cc -O2` object (no -m flags) must carry real AVX2
 # and AVX-512 code: the AVX2 kernels use ymm registers and FMA, the AVX-512
-# kernels zmm registers and k masks. Reads the disassembly of each function.
+# kernels zmm registers and k masks, the avx512_bf16 kernels VCVTNEPS2BF16. Reads the disassembly of each function.
 set -u
 B=${BUILD:-build}/check-isa
 CC=${CC:-cc}
@@ -30,5 +30,18 @@ for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__ln_rows_avx512 nbw
 done
 expect nbwd__row_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__bn_rows_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+for f in nbwd__row_apply_avx512_bf16 nbwd__ln_rows_avx512_bf16 nbwd__bn_rows_avx512_bf16 nbwd__narrow_avx512_bf16; do
+    expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
+done
+expect nbwd__ln_rows_avx512_bf16 '%zmm' 'zmm registers'
+# AArch64 (when the cross compiler is here): neon_bf16 narrows with BFCVTN
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+    aarch64-linux-gnu-gcc -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa_a64.o" || { FAIL=$((FAIL + 1)); echo "FAIL: aarch64 build"; }
+    aarch64-linux-gnu-objdump -d --no-show-raw-insn "$B/isa_a64.o" > "$B/isa.s"
+    for f in nbwd__ln_rows_neon_bf16 nbwd__bn_rows_neon_bf16 nbwd__narrow_neon_bf16; do
+        expect $f 'bfcvtn' 'BFCVTN (Armv8.6 BF16) narrowing'
+    done
+    expect nbwd__ln_rows_neon 'fmla' 'NEON FMA'
+fi
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]

@@ -43,6 +43,23 @@ for cc in gcc clang; do
     check "$cxx compile_cpp.cc" "$cxx -std=c++11 $W -O2 -I. tests/compile_cpp.cc -o \$JOB/cpp -lm && \$JOB/cpp"
 done
 
+build_run "gcc c99 NO_AVX512_BF16" gcc c99 -O2 -DNORM_BWD_NO_AVX512_BF16
+
+# AArch64 (when the cross tools are here): gcc, also with -march naming BF16
+# (the neon_bf16 inline assembly must not clash with it), and clang 14, whose
+# assembler does not know BFCVTN by name: compile only.
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+    for march in "" -march=armv8.6-a+bf16; do
+        check "aarch64-linux-gnu-gcc c99 -O2 $march" "aarch64-linux-gnu-gcc -std=c99 $W -O2 $march -fopenmp -I. -c tests/compile_two_tu_a.c -o \$JOB/a.o && \
+            aarch64-linux-gnu-gcc -std=c99 $W -O2 $march -I. -c tests/compile_two_tu_b.c -o \$JOB/b.o"
+    done
+    # (C++ would need the AArch64 libstdc++ headers, which the C cross
+    # compiler package does not bring)
+    check "clang --target=aarch64-linux-gnu c99 -O2" "clang --target=aarch64-linux-gnu --sysroot=/usr/aarch64-linux-gnu \
+        -std=c99 $W -O2 -I. -c tests/compile_two_tu_a.c -o \$JOB/a.o"
+
+fi
+
 # The README example, as a user would: a folder with the two headers.
 ex=$B/readme_example
 rm -rf "$ex"; mkdir -p "$ex"

@@ -1,9 +1,10 @@
 #!/bin/sh
 # run_tests.sh MODE - run the test binaries once per ISA path and add up the
 # runners' closing "N passed, N failed" lines into one final line.
-#   native    scalar, sse, avx2, avx512 (a path the CPU lacks is skipped)
-#   emulated  avx512 and neon through SIMDe (build/nbwd_tests_emu)
-#   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max, --quick)
+#   native    scalar, sse, avx2, avx512, avx512_bf16 (a path the CPU lacks is skipped)
+#   emulated  avx512, avx512_bf16 and neon through SIMDe (build/nbwd_tests_emu)
+#   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max, --quick;
+#             neon_bf16 under max, which has BF16, and skipped on cortex-a53)
 #   quick     native paths with --quick
 #   all       compile-check, check-isa, native, emulated, neon (if built)
 set -u
@@ -62,12 +63,12 @@ env_isa() {
 }
 
 native() {
-    for isa in scalar sse avx2 avx512; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
+    for isa in scalar sse avx2 avx512 avx512_bf16; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
     run "native auto" "$B/nbwd_tests" --isa auto --quick
     run "NORM_BWD_ISA override" env_isa
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
-    for isa in avx512 neon; do run "emulated $isa" "$B/nbwd_tests_emu" --isa $isa "$@"; done
+    for isa in avx512 avx512_bf16 neon; do run "emulated $isa" "$B/nbwd_tests_emu" --isa $isa "$@"; done
 }
 neon() {
     if [ ! -x "$B/nbwd_tests_a64" ] || ! command -v qemu-aarch64 >/dev/null 2>&1; then
@@ -78,6 +79,8 @@ neon() {
     # full on the emulated neon layer above.
     QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 neon" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon --quick "$@"
     QEMU_CPU=max run "aarch64 max neon openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa neon --quick "$@"
+    QEMU_CPU=max run "aarch64 max neon_bf16" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon_bf16 --quick "$@"
+    QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 neon_bf16 (must skip)" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon_bf16 --quick
     QEMU_CPU=max run "aarch64 max sse-via-simde" qemu-aarch64 "$B/nbwd_tests_a64" --isa sse --quick
     QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 scalar openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa scalar --quick
 }

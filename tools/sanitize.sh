@@ -80,7 +80,7 @@ run() { # label command...
     fi
 }
 
-native_isas() { echo scalar sse avx2 avx512; }
+native_isas() { echo scalar sse avx2 avx512 avx512_bf16; }
 
 sanitize() {
     need clang 'command -v clang'
@@ -111,7 +111,7 @@ sanitize() {
         eval q=\$quick_$cc
         for isa in $(native_isas); do run "asan+ubsan $cc tests $isa${q:+ quick}" "$D/nbwd_tests" --isa $isa $q; done
         # the layers this CPU lacks, through SIMDe (avx2 is native above)
-        for isa in avx512 neon; do run "asan+ubsan $cc tests $isa emulated${q:+ quick}" "$D/nbwd_tests_emu" --isa $isa $q; done
+        for isa in avx512 avx512_bf16 neon; do run "asan+ubsan $cc tests $isa emulated${q:+ quick}" "$D/nbwd_tests_emu" --isa $isa $q; done
         run "asan+ubsan $cc hardening" "$D/test_hardening" --quick
     done
     D=$OUT/san-tsan
