@@ -1675,10 +1675,18 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
      NBWD__VF NBWD__VW                        vector type, lanes
      NBWD__VZERO VSET1 VADD VSUB VMUL VFMA(a,b,c)=a*b+c VHSUM
      NBWD__VLOAD_F32/F16/BF16(p) NBWD__VSTORE_F32/F16/BF16(p, v)  (unaligned)
+   optional:
+     NBWD__VSTREAM_F32/F16/BF16(p, v) NBWD__VSFENCE()   non-temporal stores
+     NBWD__VMASK NBWD__VMASK_FIRST(count)     a mask of the first lanes, and
+     NBWD__VLOADM_F32/F16/BF16(p, m)          masked loads (zero elsewhere)
+     NBWD__VSTOREM_F32/F16/BF16(p, m, v)      and stores that touch no other
+                                              lane's memory (avx512)
    The pass #undefs them all at the end (with NBWD__KEEP_LAYER defined, all
-   but KSUFFIX, KISA, KTARGET and VSTORE/VSTREAM_BF16, so that a second pass
-   can vary just those). Tails (n % VW) go through a small
-   stack buffer, so nothing is read or written past the end of a row.
+   but KSUFFIX, KISA, KTARGET and VSTORE/VSTREAM/VSTOREM_BF16, so that a
+   second pass can vary just those). Tails (n % VW elements) are partial
+   vectors: masked where the layer has masks, else copied lane by lane through
+   a small stack buffer; either way nothing is read or written past the end
+   of a row, and the padding lanes read as 0.
    ========================================================================== */
 #define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__FORCEINLINE NBWD__KTARGET
@@ -1715,192 +1723,370 @@ NBWD__KFN void NBWD__KN(nbwd__stream)(void *p, int64_t i, int dt, NBWD__VF v) {
     else if (dt == NBWD_F16) NBWD__VSTREAM_F16((uint16_t *)p + i, v);
     else NBWD__VSTREAM_BF16((uint16_t *)p + i, v);
 }
+/* Non-temporal stores only ever write whole 64-byte lines: a line written
+   partly by them and partly by ordinary stores (the row's ends, a neighbour
+   row) costs a partial-line write to memory. [*begin, *end): the elements of
+   dx[0, n) that fill whole lines (empty without streaming stores). 64 / esz
+   is a multiple of VW on every layer, so the span is whole vectors. */
+NBWD__KFN void NBWD__KN(nbwd__nt_span)(const void *dx, int dt, int64_t n, int64_t *begin, int64_t *end) {
+    int64_t esz = (int64_t)nbwd__esize(dt), per_line = 64 / esz, b;
+    uintptr_t mis = (uintptr_t)dx % 64;
+    *begin = *end = 0;
+    if (!NBWD__KSTREAM || mis % (uintptr_t)esz) return;
+    b = (int64_t)((64 - mis) % 64) / esz;
+    if (b >= n) return;
+    *begin = b;
+    *end = b + (n - b) / per_line * per_line;
+}
+/* Partial vectors: the first `count` lanes, 0 < count < VW. */
+#if defined(NBWD__VMASK)
+#define NBWD__KMASKED 1
+#else
+#define NBWD__KMASKED 0
+#define NBWD__VMASK int
+#define NBWD__VMASK_FIRST(count) ((int)(count))
+#endif
+NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm_f32)(const float *p, NBWD__VMASK m) {
+#if NBWD__KMASKED
+    return NBWD__VLOADM_F32(p, m);
+#else
+    float b[NBWD__VW];
+    int k;
+    for (k = 0; k < NBWD__VW; ++k) b[k] = k < m ? p[k] : 0.0f;
+    return NBWD__VLOAD_F32(b);
+#endif
+}
+NBWD__KFN void NBWD__KN(nbwd__stm_f32)(float *p, NBWD__VMASK m, NBWD__VF v) {
+#if NBWD__KMASKED
+    NBWD__VSTOREM_F32(p, m, v);
+#else
+    float b[NBWD__VW];
+    int k;
+    NBWD__VSTORE_F32(b, v);
+    for (k = 0; k < m; ++k) p[k] = b[k];
+#endif
+}
+NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm)(const void *p, int64_t i, int dt, NBWD__VMASK m) {
+#if NBWD__KMASKED
+    if (dt == NBWD_F32) return NBWD__VLOADM_F32((const float *)p + i, m);
+    if (dt == NBWD_F16) return NBWD__VLOADM_F16((const uint16_t *)p + i, m);
+    return NBWD__VLOADM_BF16((const uint16_t *)p + i, m);
+#else
+    uint16_t b[NBWD__VW];
+    int k;
+    if (dt == NBWD_F32) return NBWD__KN(nbwd__ldm_f32)((const float *)p + i, m);
+    for (k = 0; k < NBWD__VW; ++k) b[k] = k < m ? ((const uint16_t *)p)[i + k] : (uint16_t)0;
+    return dt == NBWD_F16 ? NBWD__VLOAD_F16(b) : NBWD__VLOAD_BF16(b);
+#endif
+}
+NBWD__KFN void NBWD__KN(nbwd__stm)(void *p, int64_t i, int dt, NBWD__VMASK m, NBWD__VF v) {
+#if NBWD__KMASKED
+    if (dt == NBWD_F32) NBWD__VSTOREM_F32((float *)p + i, m, v);
+    else if (dt == NBWD_F16) NBWD__VSTOREM_F16((uint16_t *)p + i, m, v);
+    else NBWD__VSTOREM_BF16((uint16_t *)p + i, m, v);
+#else
+    uint16_t b[NBWD__VW];
+    int k;
+    if (dt == NBWD_F32) {
+        NBWD__KN(nbwd__stm_f32)((float *)p + i, m, v);
+        return;
+    }
+    if (dt == NBWD_F16) NBWD__VSTORE_F16(b, v);
+    else NBWD__VSTORE_BF16(b, v);
+    for (k = 0; k < m; ++k) ((uint16_t *)p)[i + k] = b[k];
+#endif
+}
+/* Full (m unused) or partial vector access, chosen by a constant. */
+#define NBWD__LD(p, i, dt, part, m) ((part) ? NBWD__KN(nbwd__ldm)(p, i, dt, m) : NBWD__KN(nbwd__ld)(p, i, dt))
+#define NBWD__LDF(p, part, m) ((part) ? NBWD__KN(nbwd__ldm_f32)(p, m) : NBWD__VLOAD_F32(p))
+#define NBWD__STF(p, part, m, v)                                   \
+    do {                                                           \
+        if (part) NBWD__KN(nbwd__stm_f32)(p, m, v);                \
+        else NBWD__VSTORE_F32(p, v);                               \
+    } while (0)
 
-/* One vector of row_reduce at element i. */
-NBWD__KFN void NBWD__KN(nbwd__reduce_step)(const void *x, const void *dy, int64_t i, int dt, NBWD__VF vxm,
-                                           NBWD__VF vxs, const float *gamma, float *col_dg, float *col_db,
-                                           int want_sums, NBWD__VF *sg, NBWD__VF *sgx) {
-    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), vxm), vxs);
+/* One set's transform and coefficients, broadcast: xhat = (x - xm) * xs;
+   dx = scale * (g - (mg + xhat * mgx)). */
+typedef struct NBWD__KN(nbwd__vset) {
+    NBWD__VF xm, xs, mg, mgx, scale;
+} NBWD__KN(nbwd__vset);
+NBWD__KFN NBWD__KN(nbwd__vset) NBWD__KN(nbwd__vset_of)(float xm, float xs, float mg, float mgx, float scale) {
+    NBWD__KN(nbwd__vset) s;
+    s.xm = NBWD__VSET1(xm); s.xs = NBWD__VSET1(xs);
+    s.mg = NBWD__VSET1(mg); s.mgx = NBWD__VSET1(mgx); s.scale = NBWD__VSET1(scale);
+    return s;
+}
+
+/* The reduction of one vector at element i: sums g and g * xhat into the
+   chain (sg, sgx) with g = dy * gamma (want_sums), and the column partials
+   col_dg += dy * xhat, col_db += dy (each may be NULL). */
+NBWD__KFN void NBWD__KN(nbwd__reduce_at)(const void *x, const void *dy, int64_t i, int dt, int part, NBWD__VMASK m,
+                                         NBWD__VF vxm, NBWD__VF vxs, const float *gamma, float *col_dg,
+                                         float *col_db, int want_sums, NBWD__VF *sg, NBWD__VF *sgx) {
+    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), vxm), vxs);
     if (want_sums) {
-        NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__VLOAD_F32(gamma + i)) : vdy;
+        NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__LDF(gamma + i, part, m)) : vdy;
         *sg = NBWD__VADD(*sg, g);
         *sgx = NBWD__VFMA(g, xh, *sgx);
     }
-    if (col_dg) NBWD__VSTORE_F32(col_dg + i, NBWD__VFMA(vdy, xh, NBWD__VLOAD_F32(col_dg + i)));
-    if (col_db) NBWD__VSTORE_F32(col_db + i, NBWD__VADD(vdy, NBWD__VLOAD_F32(col_db + i)));
+    if (col_dg) NBWD__STF(col_dg + i, part, m, NBWD__VFMA(vdy, xh, NBWD__LDF(col_dg + i, part, m)));
+    if (col_db) NBWD__STF(col_db + i, part, m, NBWD__VADD(vdy, NBWD__LDF(col_db + i, part, m)));
 }
 
-NBWD__KFN void NBWD__KN(nbwd__row_reduce_body)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
-                                               const float *gamma, float *col_dg, float *col_db, float *sums) {
+/* dx of one vector at element i (stream: non-temporal, dx + i aligned). */
+NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
+                                        NBWD__VMASK m, const NBWD__KN(nbwd__vset) *s, const float *gamma,
+                                        int stream) {
+    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), s->xm), s->xs);
+    NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__LDF(gamma + i, part, m)) : vdy;
+    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, s->mgx, s->mg)), s->scale);
+    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
+    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
+    else NBWD__KN(nbwd__st)(dx, i, dt, out);
+}
+
+/* The reduction of one row, in a fixed order: pairs of vectors into two
+   chains (they hide the add latency), an odd last full vector into the first,
+   the partial tail into the second. The fused loop below keeps this order, so
+   a row's sums never depend on which loop handled it. sums NULL: column
+   partials only. */
+NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
+                                          const float *gamma, float *col_dg, float *col_db, float *sums) {
     NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
-    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO(); /* two chains hide the add latency */
-    int64_t i = 0, rem;
+    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
+    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+    int64_t i = 0;
     int want = sums != NULL;
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        NBWD__KN(nbwd__reduce_step)(x, dy, i, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
-        NBWD__KN(nbwd__reduce_step)(x, dy, i + NBWD__VW, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg1, &sgx1);
+        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
+        NBWD__KN(nbwd__reduce_at)(x, dy, i + NBWD__VW, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, want, &sg1,
+                                  &sgx1);
     }
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__KN(nbwd__reduce_step)(x, dy, i, dt, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
-    rem = n - i;
-    if (rem > 0) { /* zero-padded copies: padding lanes add dy = 0 terms */
-        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
-        float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], cg[NBWD__VW], cb[NBWD__VW];
-        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
-        memset(cg, 0, sizeof cg); memset(cb, 0, sizeof cb);
-        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
-        if (gamma) memcpy(gb, gamma + i, fb);
-        if (col_dg) memcpy(cg, col_dg + i, fb);
-        if (col_db) memcpy(cb, col_db + i, fb);
-        NBWD__KN(nbwd__reduce_step)(xb, yb, 0, dt, vxm, vxs, gamma ? gb : NULL, col_dg ? cg : NULL,
-                                    col_db ? cb : NULL, want, &sg1, &sgx1);
-        if (col_dg) memcpy(col_dg + i, cg, fb);
-        if (col_db) memcpy(col_db + i, cb, fb);
+    if (i + NBWD__VW <= n) {
+        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, want, &sg, &sgx);
+        i += NBWD__VW;
     }
+    if (i < n)
+        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 1, NBWD__VMASK_FIRST(n - i), vxm, vxs, gamma, col_dg, col_db, want,
+                                  &sg1, &sgx1);
     if (sums) {
         sums[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
         sums[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
     }
 }
 
-NBWD__KFN void NBWD__KN(nbwd__apply_step)(const void *x, const void *dy, void *dx, int64_t i, int dt, NBWD__VF vxm,
-                                          NBWD__VF vxs, const float *gamma, NBWD__VF vmg, NBWD__VF vmgx,
-                                          NBWD__VF vscale, int stream) {
-    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), vxm), vxs);
-    NBWD__VF g = gamma ? NBWD__VMUL(vdy, NBWD__VLOAD_F32(gamma + i)) : vdy;
-    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale);
-    if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
+/* Elements [i, end) of dx, full vectors then a partial one (or none). */
+NBWD__KFN void NBWD__KN(nbwd__apply_span)(const void *x, const void *dy, void *dx, int64_t i, int64_t end, int dt,
+                                          const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
+    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+    for (; i + NBWD__VW <= end; i += NBWD__VW) NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, 0, none, s, gamma, stream);
+    if (i < end) NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, 1, NBWD__VMASK_FIRST(end - i), s, gamma, 0);
+}
+
+/* dx of one row. stream: the whole 64-byte lines of the row non-temporal. */
+NBWD__KFN void NBWD__KN(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                         const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+    if (nt_end > nt_begin) {
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, 0, nt_begin, dt, s, gamma, 0);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, nt_begin, nt_end, dt, s, gamma, 1);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, nt_end, n, dt, s, gamma, 0);
+    } else {
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, 0, n, dt, s, gamma, 0);
+    }
+}
+
+/* Two rows of the same length in one loop: the reduction of row b (sums_b)
+   while dx of row a (whose sums are done) is written. Row b streams in from
+   memory while row a, read a moment ago, comes from the cache: one pass over
+   DRAM keeps the loads in flight while the arithmetic runs. Row b's order is
+   reduce_row's. stream: row a's whole lines non-temporal when its dx starts
+   on a line (else ordinary stores). */
+NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa,
+                                          const NBWD__KN(nbwd__vset) *sa, const void *xb, const void *dyb,
+                                          float xmb, float xsb, float *sums_b, int dt, int64_t n,
+                                          const float *gamma, float *col_dg, float *col_db, int stream) {
+    NBWD__VF vxm = NBWD__VSET1(xmb), vxs = NBWD__VSET1(xsb), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
+    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
+    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+    int64_t i = 0, nt_begin = 0, nt_end = 0;
+    if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
+    if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, 1, &sg, &sgx);
+        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, gamma, i + 2 * NBWD__VW <= nt_end);
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i + NBWD__VW, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, 1, &sg1,
+                                  &sgx1);
+        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i + NBWD__VW, dt, 0, none, sa, gamma, i + 2 * NBWD__VW <= nt_end);
+    }
+    if (i + NBWD__VW <= n) {
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, 1, &sg, &sgx);
+        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, gamma, i + NBWD__VW <= nt_end);
+        i += NBWD__VW;
+    }
+    if (i < n) {
+        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 1, m, vxm, vxs, gamma, col_dg, col_db, 1, &sg1, &sgx1);
+        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 1, m, sa, gamma, 0);
+    }
+    sums_b[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
+    sums_b[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
+}
+
+/* BatchNorm NXC: one row of all channels, per-channel statistics. */
+NBWD__KFN void NBWD__KN(nbwd__col_reduce_at)(const void *x, const void *dy, int64_t i, int dt, int part,
+                                             NBWD__VMASK m, const float *xm, const float *xs, float *col_dg,
+                                             float *col_db) {
+    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), NBWD__LDF(xm + i, part, m)),
+                             NBWD__LDF(xs + i, part, m));
+    NBWD__STF(col_dg + i, part, m, NBWD__VFMA(vdy, xh, NBWD__LDF(col_dg + i, part, m)));
+    NBWD__STF(col_db + i, part, m, NBWD__VADD(vdy, NBWD__LDF(col_db + i, part, m)));
+}
+NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
+                                            NBWD__VMASK m, const float *xm, const float *xs, const float *mg,
+                                            const float *mgx, const float *scale) {
+    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), NBWD__LDF(xm + i, part, m)),
+                             NBWD__LDF(xs + i, part, m));
+    NBWD__VF t = NBWD__VFMA(xh, NBWD__LDF(mgx + i, part, m), NBWD__LDF(mg + i, part, m));
+    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(vdy, t), NBWD__LDF(scale + i, part, m));
+    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
     else NBWD__KN(nbwd__st)(dx, i, dt, out);
 }
 
-/* Elements [i, i + count), count < VW, through zero-padded copies. */
-NBWD__KFN void NBWD__KN(nbwd__apply_part)(const void *x, const void *dy, void *dx, int64_t i, int64_t count, int dt,
-                                          NBWD__VF vxm, NBWD__VF vxs, const float *gamma, NBWD__VF vmg,
-                                          NBWD__VF vmgx, NBWD__VF vscale) {
-    size_t esz = nbwd__esize(dt);
-    float xb[NBWD__VW], yb[NBWD__VW], gb[NBWD__VW], ob[NBWD__VW];
-    memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(gb, 0, sizeof gb);
-    memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)count * esz);
-    memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)count * esz);
-    if (gamma) memcpy(gb, gamma + i, (size_t)count * 4);
-    NBWD__KN(nbwd__apply_step)(xb, yb, ob, 0, dt, vxm, vxs, gamma ? gb : NULL, vmg, vmgx, vscale, 0);
-    memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)count * esz);
-}
-
-/* stream: non-temporal stores from the first vector-aligned element of dx
-   on (the elements before it go through apply_part). */
-NBWD__KFN void NBWD__KN(nbwd__row_apply_body)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm,
-                                              float xs, const float *gamma, float mean_g, float mean_gx,
-                                              float scale, int stream) {
-    NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), vmg = NBWD__VSET1(mean_g);
-    NBWD__VF vmgx = NBWD__VSET1(mean_gx), vscale = NBWD__VSET1(scale);
-    int64_t i = 0;
-    if (NBWD__KSTREAM && stream) {
-        size_t esz = nbwd__esize(dt), vbytes = NBWD__VW * esz, mis = (size_t)((uintptr_t)dx % vbytes);
-        if (mis % esz == 0) {
-            i = mis ? (int64_t)((vbytes - mis) / esz) : 0;
-            if (i > n) i = n;
-            if (i > 0)
-                NBWD__KN(nbwd__apply_part)(x, dy, dx, 0, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
-            for (; i + NBWD__VW <= n; i += NBWD__VW)
-                NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale, 1);
+/* Narrow LayerNorm rows, at most NBWD__NARROW_VECS vectors (nv, a constant
+   after inlining): each row is loaded once and kept in registers for its sums
+   and its dx, and the column partials stay in registers for the whole batch.
+   (Through memory, each row's update of a partial would wait for the previous
+   row's store of it; a masked store cannot even be forwarded.) Vector v goes
+   to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
+   bits are the same as on the general path. */
+#define NBWD__NARROW_VECS 4
+#define NBWD__EACH_VEC(v, ...)                                                         \
+    do {                                                                               \
+        { const int v = 0; __VA_ARGS__ }                                               \
+        if (nv > 1) { const int v = 1; __VA_ARGS__ }                                   \
+        if (nv > 2) { const int v = 2; __VA_ARGS__ }                                   \
+        if (nv > 3) { const int v = 3; __VA_ARGS__ }                                   \
+    } while (0)
+NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                              float *col_db, const int nv) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const int tail = (int)(n % NBWD__VW); /* the last vector is partial */
+    NBWD__VMASK m = NBWD__VMASK_FIRST(tail ? tail : 1);
+    NBWD__VF gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
+    NBWD__VF xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
+    float inv_n = 1.0f / (float)n;
+    NBWD__EACH_VEC(v, {
+        int pv = tail && v == nv - 1;
+        gam[v] = gamma ? NBWD__LDF(gamma + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        cdg[v] = col_dg ? NBWD__LDF(col_dg + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        cdb[v] = col_db ? NBWD__LDF(col_db + v * NBWD__VW, pv, m) : NBWD__VZERO();
+    });
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        NBWD__VF vxm = NBWD__VSET1(r->xm[i]), vxs = NBWD__VSET1(r->xs[i]);
+        NBWD__VF sg0 = NBWD__VZERO(), sgx0 = NBWD__VZERO(), sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
+        NBWD__EACH_VEC(v, {
+            int pv = tail && v == nv - 1;
+            NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
+            xh[v] = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm), vxs);
+            if (col_dg) cdg[v] = NBWD__VFMA(vdy, xh[v], cdg[v]);
+            if (col_db) cdb[v] = NBWD__VADD(vdy, cdb[v]);
+            g[v] = gamma ? NBWD__VMUL(vdy, gam[v]) : vdy;
+            if (pv || (v & 1)) {
+                sg1 = NBWD__VADD(sg1, g[v]);
+                sgx1 = NBWD__VFMA(g[v], xh[v], sgx1);
+            } else {
+                sg0 = NBWD__VADD(sg0, g[v]);
+                sgx0 = NBWD__VFMA(g[v], xh[v], sgx0);
+            }
+        });
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            NBWD__VF vmg = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sg0, sg1)) * inv_n);
+            NBWD__VF vmgx = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sgx0, sgx1)) * inv_n);
+            NBWD__VF vscale = NBWD__VSET1(r->rstd[i]);
+            int64_t nt_begin = 0, nt_end = 0;
+            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+            NBWD__EACH_VEC(v, {
+                NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g[v], NBWD__VFMA(xh[v], vmgx, vmg)), vscale);
+                if (tail && v == nv - 1) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
+                else if (nt_begin == 0 && nt_end == n) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
+                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
+            });
         }
     }
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__KN(nbwd__apply_step)(x, dy, dx, i, dt, vxm, vxs, gamma, vmg, vmgx, vscale, 0);
-    if (i < n) NBWD__KN(nbwd__apply_part)(x, dy, dx, i, n - i, dt, vxm, vxs, gamma, vmg, vmgx, vscale);
+    NBWD__EACH_VEC(v, {
+        int pv = tail && v == nv - 1;
+        if (col_dg) NBWD__STF(col_dg + v * NBWD__VW, pv, m, cdg[v]);
+        if (col_db) NBWD__STF(col_db + v * NBWD__VW, pv, m, cdb[v]);
+    });
+    if (r->dx && r->stream) NBWD__VSFENCE();
 }
+#undef NBWD__EACH_VEC
 
-NBWD__KFN void NBWD__KN(nbwd__col_reduce_step)(const void *x, const void *dy, int64_t i, int dt, const float *xm,
-                                               const float *xs, float *col_dg, float *col_db) {
-    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), NBWD__VLOAD_F32(xm + i)),
-                             NBWD__VLOAD_F32(xs + i));
-    NBWD__VSTORE_F32(col_dg + i, NBWD__VFMA(vdy, xh, NBWD__VLOAD_F32(col_dg + i)));
-    NBWD__VSTORE_F32(col_db + i, NBWD__VADD(vdy, NBWD__VLOAD_F32(col_db + i)));
-}
-
-NBWD__KFN void NBWD__KN(nbwd__col_reduce_body)(const void *x, const void *dy, int dt, int64_t n, const float *xm,
-                                               const float *xs, float *col_dg, float *col_db) {
-    int64_t i = 0, rem;
-    for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__KN(nbwd__col_reduce_step)(x, dy, i, dt, xm, xs, col_dg, col_db);
-    rem = n - i;
-    if (rem > 0) {
-        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
-        float xb[NBWD__VW], yb[NBWD__VW], mb[NBWD__VW], sb[NBWD__VW], cg[NBWD__VW], cb[NBWD__VW];
-        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(mb, 0, sizeof mb); memset(sb, 0, sizeof sb);
-        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(mb, xm + i, fb); memcpy(sb, xs + i, fb);
-        memset(cg, 0, sizeof cg); memset(cb, 0, sizeof cb);
-        memcpy(cg, col_dg + i, fb); memcpy(cb, col_db + i, fb);
-        NBWD__KN(nbwd__col_reduce_step)(xb, yb, 0, dt, mb, sb, cg, cb);
-        memcpy(col_dg + i, cg, fb);
-        memcpy(col_db + i, cb, fb);
-    }
-}
-
-NBWD__KFN void NBWD__KN(nbwd__col_apply_step)(const void *x, const void *dy, void *dx, int64_t i, int dt,
-                                              const float *xm, const float *xs, const float *mg, const float *mgx,
-                                              const float *scale) {
-    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), NBWD__VLOAD_F32(xm + i)),
-                             NBWD__VLOAD_F32(xs + i));
-    NBWD__VF t = NBWD__VFMA(xh, NBWD__VLOAD_F32(mgx + i), NBWD__VLOAD_F32(mg + i));
-    NBWD__KN(nbwd__st)(dx, i, dt, NBWD__VMUL(NBWD__VSUB(vdy, t), NBWD__VLOAD_F32(scale + i)));
-}
-
-NBWD__KFN void NBWD__KN(nbwd__col_apply_body)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                              const float *xm, const float *xs, const float *mg, const float *mgx,
-                                              const float *scale) {
-    int64_t i = 0, rem;
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__KN(nbwd__col_apply_step)(x, dy, dx, i, dt, xm, xs, mg, mgx, scale);
-    rem = n - i;
-    if (rem > 0) {
-        size_t esz = nbwd__esize(dt), fb = (size_t)rem * 4;
-        float xb[NBWD__VW], yb[NBWD__VW], ob[NBWD__VW], c[5][NBWD__VW];
-        memset(xb, 0, sizeof xb); memset(yb, 0, sizeof yb); memset(c, 0, sizeof c);
-        memcpy(xb, (const char *)x + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(yb, (const char *)dy + i * (int64_t)esz, (size_t)rem * esz);
-        memcpy(c[0], xm + i, fb); memcpy(c[1], xs + i, fb); memcpy(c[2], mg + i, fb);
-        memcpy(c[3], mgx + i, fb); memcpy(c[4], scale + i, fb);
-        NBWD__KN(nbwd__col_apply_step)(xb, yb, ob, 0, dt, c[0], c[1], c[2], c[3], c[4]);
-        memcpy((char *)dx + i * (int64_t)esz, ob, (size_t)rem * esz);
-    }
-}
-
-/* A batch of LayerNorm rows: sums, then dx while the row is still in cache. */
+/* A batch of LayerNorm rows. With dx, the rows are software-pipelined: row
+   i's sums are reduced in the same loop that writes row i-1's dx. */
 NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
                                             float *col_db) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     float inv_n = 1.0f / (float)n, sums[2];
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        if (r->dx) {
-            NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, sums);
-            NBWD__KN(nbwd__row_apply_body)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, r->xm[i], r->xs[i], gamma,
-                                           sums[0] * inv_n, sums[1] * inv_n, r->rstd[i], r->stream);
-        } else {
-            NBWD__KN(nbwd__row_reduce_body)(x, dy, dt, n, r->xm[i], r->xs[i], gamma, col_dg, col_db, NULL);
+    NBWD__KN(nbwd__vset) s;
+    if (n <= NBWD__NARROW_VECS * NBWD__VW) {
+        switch ((n + NBWD__VW - 1) / NBWD__VW) {
+        case 1: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 1); break;
+        case 2: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 2); break;
+        case 3: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 3); break;
+        default: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 4); break;
         }
+        return;
     }
+    if (!r->dx) {
+        for (i = 0; i < r->count; ++i)
+            NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
+                                       r->xs[i], gamma, col_dg, col_db, NULL);
+        return;
+    }
+    NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0],
+                               gamma, col_dg, col_db, sums);
+    for (i = 1; i < r->count; ++i) {
+        s = NBWD__KN(nbwd__vset_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
+        NBWD__KN(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
+                                   r->dx + r->dx_off[i - 1] * esz, &s, r->x + r->x_off[i] * esz,
+                                   r->dy + r->dy_off[i] * esz, r->xm[i], r->xs[i], sums, dt, n, gamma, col_dg,
+                                   col_db, r->stream);
+    }
+    i = r->count - 1;
+    s = NBWD__KN(nbwd__vset_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+    NBWD__KN(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
+                              n, &s, gamma, r->stream);
     if (r->stream) NBWD__VSFENCE(); /* order the streamed stores before the caller reads dx */
 }
 
 /* A batch of BatchNorm NXC rows (every channel in each row). */
 NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
-    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    int64_t i, j, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    NBWD__VMASK none = NBWD__VMASK_FIRST(1), m = NBWD__VMASK_FIRST(n % NBWD__VW ? n % NBWD__VW : 1);
+    int64_t full = n - n % NBWD__VW;
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        if (r->dx)
-            NBWD__KN(nbwd__col_apply_body)(x, dy, r->dx + r->dx_off[i] * esz, dt, r->n, r->cxm, r->cxs, r->cmg,
-                                           r->cmgx, r->cscale);
-        else
-            NBWD__KN(nbwd__col_reduce_body)(x, dy, dt, r->n, r->cxm, r->cxs, r->col_dg, r->col_db);
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            for (j = 0; j < full; j += NBWD__VW)
+                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, j, dt, 0, none, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale);
+            if (full < n)
+                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, full, dt, 1, m, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale);
+        } else {
+            for (j = 0; j < full; j += NBWD__VW)
+                NBWD__KN(nbwd__col_reduce_at)(x, dy, j, dt, 0, none, r->cxm, r->cxs, r->col_dg, r->col_db);
+            if (full < n)
+                NBWD__KN(nbwd__col_reduce_at)(x, dy, full, dt, 1, m, r->cxm, r->cxs, r->col_dg, r->col_db);
+        }
     }
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__bn_rows)(const nbwd__rows *r) {
@@ -1924,14 +2110,9 @@ static NBWD__KTARGET void NBWD__KN(nbwd__narrow)(const float *src, uint16_t *dst
     } else {
         for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_BF16(dst + i, NBWD__VLOAD_F32(src + i));
     }
-    if (i < n) { /* the tail through zero-padded copies */
-        float fb[NBWD__VW];
-        uint16_t hb[NBWD__VW];
-        memset(fb, 0, sizeof fb);
-        memcpy(fb, src + i, (size_t)(n - i) * 4);
-        if (dt == NBWD_F16) NBWD__VSTORE_F16(hb, NBWD__VLOAD_F32(fb));
-        else NBWD__VSTORE_BF16(hb, NBWD__VLOAD_F32(fb));
-        memcpy(dst + i, hb, (size_t)(n - i) * 2);
+    if (i < n) {
+        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
+        NBWD__KN(nbwd__stm)(dst, i, dt, m, NBWD__KN(nbwd__ldm_f32)(src + i, m));
     }
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
@@ -1942,12 +2123,8 @@ static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst,
         for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F32(dst + i, NBWD__VLOAD_BF16(src + i));
     }
     if (i < n) {
-        float fb[NBWD__VW];
-        uint16_t hb[NBWD__VW];
-        memset(hb, 0, sizeof hb);
-        memcpy(hb, src + i, (size_t)(n - i) * 2);
-        NBWD__VSTORE_F32(fb, dt == NBWD_F16 ? NBWD__VLOAD_F16(hb) : NBWD__VLOAD_BF16(hb));
-        memcpy(dst + i, fb, (size_t)(n - i) * 4);
+        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
+        NBWD__KN(nbwd__stm_f32)(dst + i, m, NBWD__KN(nbwd__ldm)(src, i, dt, m));
     }
 }
 
@@ -1957,17 +2134,17 @@ static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst,
 static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, float xm,
                                                      float xs, const float *gamma, float *col_dg, float *col_db,
                                                      float *sums) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_F32, n, xm, xs, gamma, col_dg, col_db, sums),
-                    NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_F16, n, xm, xs, gamma, col_dg, col_db, sums),
-                    NBWD__KN(nbwd__row_reduce_body)(x, dy, NBWD_BF16, n, xm, xs, gamma, col_dg, col_db, sums));
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_F32, n, xm, xs, gamma, col_dg, col_db, sums),
+                    NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_F16, n, xm, xs, gamma, col_dg, col_db, sums),
+                    NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_BF16, n, xm, xs, gamma, col_dg, col_db, sums));
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
                                                     float xm, float xs, const float *gamma, float mean_g,
                                                     float mean_gx, float scale, int stream) {
-    NBWD__DT_SWITCH(
-        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F32, n, xm, xs, gamma, mean_g, mean_gx, scale, stream),
-        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_F16, n, xm, xs, gamma, mean_g, mean_gx, scale, stream),
-        NBWD__KN(nbwd__row_apply_body)(x, dy, dx, NBWD_BF16, n, xm, xs, gamma, mean_g, mean_gx, scale, stream));
+    NBWD__KN(nbwd__vset) s = NBWD__KN(nbwd__vset_of)(xm, xs, mean_g, mean_gx, scale);
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F32, n, &s, gamma, stream),
+                    NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F16, n, &s, gamma, stream),
+                    NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_BF16, n, &s, gamma, stream));
     if (stream) NBWD__VSFENCE();
 }
 
@@ -1987,6 +2164,9 @@ static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
     NBWD__DT_SWITCH(NBWD__LN_ROWS(NBWD_F32), NBWD__LN_ROWS(NBWD_F16), NBWD__LN_ROWS(NBWD_BF16));
 }
 #undef NBWD__LN_ROWS
+#undef NBWD__LD
+#undef NBWD__LDF
+#undef NBWD__STF
 
 static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
     NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
@@ -2000,16 +2180,29 @@ static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
 #undef NBWD__KTARGET
 #undef NBWD__VSTORE_BF16
 #undef NBWD__VSTREAM_BF16
+#undef NBWD__VSTOREM_BF16
 #if !NBWD__KSTREAM
 #undef NBWD__VSTREAM_F32 /* the template's own fallbacks */
 #undef NBWD__VSTREAM_F16
 #undef NBWD__VSFENCE
 #endif
 #undef NBWD__KSTREAM
+#if !NBWD__KMASKED
+#undef NBWD__VMASK /* the template's own fallbacks */
+#undef NBWD__VMASK_FIRST
+#endif
+#undef NBWD__KMASKED
 #if !defined(NBWD__KEEP_LAYER) /* else a second pass over the same layer follows */
 #undef NBWD__VSTREAM_F32
 #undef NBWD__VSTREAM_F16
 #undef NBWD__VSFENCE
+#undef NBWD__VMASK
+#undef NBWD__VMASK_FIRST
+#undef NBWD__VLOADM_F32
+#undef NBWD__VLOADM_F16
+#undef NBWD__VLOADM_BF16
+#undef NBWD__VSTOREM_F32
+#undef NBWD__VSTOREM_F16
 #undef NBWD__VF
 #undef NBWD__VW
 #undef NBWD__VZERO

@@ -269,52 +269,117 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
 #endif
 
 /* --------------------------------------------------------------- avx512 */
-/* 16-bit conversions go through two 256-bit halves: the same instructions
-   as the AVX2 path, and what SIMDe 0.7.4 can emulate. */
 #if !defined(NORM_BWD_NO_AVX512) && !defined(NORM_BWD_NO_AVX2)
 #define NBWD__HAVE_AVX512 1
 
-static inline NBWD__TARGET_AVX512 NBWD__M256 nbwd__avx512_hi(NBWD__M512 v) {
-    return NBWD__MM256(castpd_ps)(NBWD__MM512(extractf64x4_pd)(NBWD__MM512(castps_pd)(v), 1));
+/* Intrinsics SIMDe 0.7.4 does not have: lane loops in the emulated build,
+   the instructions themselves otherwise. Masked loads read, and masked
+   stores write, only the lanes in the mask. */
+#if defined(NORM_BWD_SIMD_EMULATE)
+static NBWD__M512 nbwd__emu_maskz_loadu_ps(NBWD__MASK16 m, const float *p) {
+    float f[16];
+    int k;
+    for (k = 0; k < 16; ++k) f[k] = (m >> k) & 1 ? p[k] : 0.0f;
+    return NBWD__MM512(loadu_ps)(f);
 }
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_join(NBWD__M256 lo, NBWD__M256 hi) {
+static void nbwd__emu_mask_storeu_ps(float *p, NBWD__MASK16 m, NBWD__M512 v) {
+    float f[16];
+    int k;
+    NBWD__MM512(storeu_ps)(f, v);
+    for (k = 0; k < 16; ++k)
+        if ((m >> k) & 1) p[k] = f[k];
+}
+static NBWD__M256I nbwd__emu_maskz_loadu_epi16(NBWD__MASK16 m, const uint16_t *p) {
+    uint16_t h[16];
+    int k;
+    for (k = 0; k < 16; ++k) h[k] = (m >> k) & 1 ? p[k] : (uint16_t)0;
+    return NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)h);
+}
+static void nbwd__emu_mask_storeu_epi16(uint16_t *p, NBWD__MASK16 m, NBWD__M256I v) {
+    uint16_t h[16];
+    int k;
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)h, v);
+    for (k = 0; k < 16; ++k)
+        if ((m >> k) & 1) p[k] = h[k];
+}
+static NBWD__M512I nbwd__emu_cvtepu16_epi32(NBWD__M256I v) { /* VPMOVZXWD */
+    uint16_t h[16];
+    uint32_t w[16];
+    int k;
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)h, v);
+    for (k = 0; k < 16; ++k) w[k] = h[k];
+    return NBWD__MM512(loadu_si512)((const void *)w);
+}
+static NBWD__M256I nbwd__emu_cvtepi32_epi16(NBWD__M512I v) { /* VPMOVDW: truncation */
+    uint32_t w[16];
+    uint16_t h[16];
+    int k;
+    NBWD__MM512(storeu_si512)((void *)w, v);
+    for (k = 0; k < 16; ++k) h[k] = (uint16_t)w[k];
+    return NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)h);
+}
+static NBWD__M512 nbwd__emu_cvtph_ps(NBWD__M256I v) { /* two F16C halves */
+    NBWD__M256 lo = NBWD__MM256(cvtph_ps)(NBWD__MM256(castsi256_si128)(v));
+    NBWD__M256 hi = NBWD__MM256(cvtph_ps)(NBWD__MM256(extracti128_si256)(v, 1));
     return NBWD__MM512(castpd_ps)(NBWD__MM512(insertf64x4)(NBWD__MM512(castps_pd)(NBWD__MM512(castps256_ps512)(lo)),
                                                            NBWD__MM256(castps_pd)(hi), 1));
 }
+static NBWD__M256I nbwd__emu_cvtps_ph(NBWD__M512 v) {
+    NBWD__M256 hi = NBWD__MM256(castpd_ps)(NBWD__MM512(extractf64x4_pd)(NBWD__MM512(castps_pd)(v), 1));
+    NBWD__M128I l = NBWD__MM256(cvtps_ph)(NBWD__MM512(castps512_ps256)(v), NBWD__ROUND_NEAREST);
+    NBWD__M128I h = NBWD__MM256(cvtps_ph)(hi, NBWD__ROUND_NEAREST);
+    return NBWD__MM256(inserti128_si256)(NBWD__MM256(castsi128_si256)(l), h, 1);
+}
+#define NBWD__512_MASKZ_LOADU_PS(m, p) nbwd__emu_maskz_loadu_ps(m, p)
+#define NBWD__512_MASK_STOREU_PS(p, m, v) nbwd__emu_mask_storeu_ps(p, m, v)
+#define NBWD__256_MASKZ_LOADU_EPI16(m, p) nbwd__emu_maskz_loadu_epi16(m, p)
+#define NBWD__256_MASK_STOREU_EPI16(p, m, v) nbwd__emu_mask_storeu_epi16(p, m, v)
+#define NBWD__512_CVTEPU16_EPI32(v) nbwd__emu_cvtepu16_epi32(v)
+#define NBWD__512_CVTEPI32_EPI16(v) nbwd__emu_cvtepi32_epi16(v)
+#define NBWD__512_CVTPH_PS(v) nbwd__emu_cvtph_ps(v)
+#define NBWD__512_CVTPS_PH(v) nbwd__emu_cvtps_ph(v)
+#else
+#define NBWD__512_MASKZ_LOADU_PS(m, p) _mm512_maskz_loadu_ps(m, p)
+#define NBWD__512_MASK_STOREU_PS(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#define NBWD__256_MASKZ_LOADU_EPI16(m, p) _mm256_maskz_loadu_epi16(m, p)
+#define NBWD__256_MASK_STOREU_EPI16(p, m, v) _mm256_mask_storeu_epi16(p, m, v)
+#define NBWD__512_CVTEPU16_EPI32(v) _mm512_cvtepu16_epi32(v)
+#define NBWD__512_CVTEPI32_EPI16(v) _mm512_cvtepi32_epi16(v)
+#define NBWD__512_CVTPH_PS(v) _mm512_cvtph_ps(v)
+#define NBWD__512_CVTPS_PH(v) _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+#endif
+
 static inline NBWD__TARGET_AVX512 float nbwd__avx512_hsum(NBWD__M512 v) {
-    return nbwd__avx2_hsum(NBWD__MM256(add_ps)(NBWD__MM512(castps512_ps256)(v), nbwd__avx512_hi(v)));
+    NBWD__M256 hi = NBWD__MM256(castpd_ps)(NBWD__MM512(extractf64x4_pd)(NBWD__MM512(castps_pd)(v), 1));
+    return nbwd__avx2_hsum(NBWD__MM256(add_ps)(NBWD__MM512(castps512_ps256)(v), hi));
 }
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_f16(const uint16_t *p) {
-    return nbwd__avx512_join(nbwd__avx2_load_f16(p), nbwd__avx2_load_f16(p + 8));
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_widen_bf16(NBWD__M256I h) {
+    return NBWD__MM512(castsi512_ps)(NBWD__MM512(slli_epi32)(NBWD__512_CVTEPU16_EPI32(h), 16));
 }
-static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_f16(uint16_t *p, NBWD__M512 v) {
-    nbwd__avx2_store_f16(p, NBWD__MM512(castps512_ps256)(v));
-    nbwd__avx2_store_f16(p + 8, nbwd__avx512_hi(v));
-}
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16_t *p) {
-    return nbwd__avx512_join(nbwd__avx2_load_bf16(p), nbwd__avx2_load_bf16(p + 8));
-}
-/* Rounding in one zmm with the NaN lanes picked by a k-mask, then the two
-   halves packed together with AVX2 instructions. */
+/* Round to nearest even in the integer unit, NaN lanes (picked by a k-mask)
+   quieted, then truncated to 16 bits (VPMOVDW). */
 static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512_pack_bf16(NBWD__M512 v) {
     NBWD__M512I u = NBWD__MM512(castps_si512)(v);
     NBWD__M512I lsb = NBWD__MM512(and_si512)(NBWD__MM512(srli_epi32)(u, 16), NBWD__MM512(set1_epi32)(1));
     NBWD__M512I r = NBWD__MM512(add_epi32)(u, NBWD__MM512(add_epi32)(lsb, NBWD__MM512(set1_epi32)(0x7fff)));
     NBWD__M512I q = NBWD__MM512(or_si512)(u, NBWD__MM512(set1_epi32)(0x400000));
-    NBWD__M256I lo, hi;
     r = NBWD__MM512(mask_blend_epi32)(NBWD__MM512(cmp_ps_mask)(v, v, NBWD__CMP_UNORD), r, q);
-    r = NBWD__MM512(srli_epi32)(r, 16); /* 0..0xffff: the unsigned-saturating pack keeps them */
-    lo = NBWD__MM512(castsi512_si256)(r);
-    hi = NBWD__MM512(extracti64x4_epi64)(r, 1);
-    return NBWD__MM256(permute4x64_epi64)(NBWD__MM256(packus_epi32)(lo, hi), 0xd8);
+    return NBWD__512_CVTEPI32_EPI16(NBWD__MM512(srli_epi32)(r, 16));
 }
-static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_bf16(uint16_t *p, NBWD__M512 v) {
-    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, nbwd__avx512_pack_bf16(v));
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16_t *p) {
+    return nbwd__avx512_widen_bf16(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
 }
-static inline NBWD__TARGET_AVX512 void nbwd__avx512_stream_f16(uint16_t *p, NBWD__M512 v) { /* p 32-byte aligned */
-    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)p,
-                           NBWD__MM256(cvtps_ph)(NBWD__MM512(castps512_ps256)(v), NBWD__ROUND_NEAREST));
-    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p + 8), NBWD__MM256(cvtps_ph)(nbwd__avx512_hi(v), NBWD__ROUND_NEAREST));
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_loadm_bf16(const uint16_t *p, NBWD__MASK16 m) {
+    return nbwd__avx512_widen_bf16(NBWD__256_MASKZ_LOADU_EPI16(m, p));
+}
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_f16(const uint16_t *p) {
+    return NBWD__512_CVTPH_PS(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
+}
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_loadm_f16(const uint16_t *p, NBWD__MASK16 m) {
+    return NBWD__512_CVTPH_PS(NBWD__256_MASKZ_LOADU_EPI16(m, p));
+}
+static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBWD__M256I h) {
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, h);
 }
 
 #define NBWD__KSUFFIX _avx512
@@ -332,16 +397,26 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_stream_f16(uint16_t *p, NBWD
 #define NBWD__VLOAD_F32(p) NBWD__MM512(loadu_ps)(p)
 #define NBWD__VSTORE_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
 #define NBWD__VLOAD_F16(p) nbwd__avx512_load_f16(p)
-#define NBWD__VSTORE_F16(p, v) nbwd__avx512_store_f16(p, v)
+#define NBWD__VSTORE_F16(p, v) nbwd__avx512_store_epi16(p, NBWD__512_CVTPS_PH(v))
 #define NBWD__VLOAD_BF16(p) nbwd__avx512_load_bf16(p)
-#define NBWD__VSTORE_BF16(p, v) nbwd__avx512_store_bf16(p, v)
+#define NBWD__VSTORE_BF16(p, v) nbwd__avx512_store_epi16(p, nbwd__avx512_pack_bf16(v))
+#define NBWD__VMASK NBWD__MASK16
+#define NBWD__VMASK_FIRST(count) ((NBWD__MASK16)((1u << (count)) - 1u))
+#define NBWD__VLOADM_F32(p, m) NBWD__512_MASKZ_LOADU_PS(m, p)
+#define NBWD__VSTOREM_F32(p, m, v) NBWD__512_MASK_STOREU_PS(p, m, v)
+#define NBWD__VLOADM_F16(p, m) nbwd__avx512_loadm_f16(p, m)
+#define NBWD__VSTOREM_F16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, NBWD__512_CVTPS_PH(v))
+#define NBWD__VLOADM_BF16(p, m) nbwd__avx512_loadm_bf16(p, m)
+#define NBWD__VSTOREM_BF16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, nbwd__avx512_pack_bf16(v))
 #if defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no _mm512_stream_ps */
 #define NBWD__VSTREAM_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
+#define NBWD__VSTREAM_16(p, h) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), h)
 #else
-#define NBWD__VSTREAM_F32(p, v) NBWD__MM512(stream_ps)(p, v)
+#define NBWD__VSTREAM_F32(p, v) _mm512_stream_ps(p, v)
+#define NBWD__VSTREAM_16(p, h) _mm256_stream_si256((__m256i *)(void *)(p), h)
 #endif
-#define NBWD__VSTREAM_F16(p, v) nbwd__avx512_stream_f16(p, v)
-#define NBWD__VSTREAM_BF16(p, v) NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512_pack_bf16(v))
+#define NBWD__VSTREAM_F16(p, v) NBWD__VSTREAM_16(p, NBWD__512_CVTPS_PH(v))
+#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTREAM_16(p, nbwd__avx512_pack_bf16(v))
 #define NBWD__VSFENCE() NBWD__MM(sfence)()
 
 /* avx512_bf16: the same layer, narrowing to bf16 with VCVTNEPS2BF16 (gcc 10+,
@@ -394,7 +469,8 @@ static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NB
 #define NBWD__KISA NBWD_ISA_AVX512_BF16
 #define NBWD__KTARGET NBWD__TARGET_AVX512_BF16
 #define NBWD__VSTORE_BF16(p, v) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512bf16_pack_bf16(v))
-#define NBWD__VSTREAM_BF16(p, v) NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512bf16_pack_bf16(v))
+#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTREAM_16(p, nbwd__avx512bf16_pack_bf16(v))
+#define NBWD__VSTOREM_BF16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, nbwd__avx512bf16_pack_bf16(v))
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
