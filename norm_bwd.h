@@ -398,8 +398,10 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #if defined(_MSC_VER) && !defined(__clang__)
 #define NBWD__MSVC 1
 #define NBWD__FORCEINLINE static __forceinline
+#define NBWD__NOINLINE static __declspec(noinline)
 #else
 #define NBWD__FORCEINLINE static inline __attribute__((always_inline))
+#define NBWD__NOINLINE static __attribute__((noinline))
 #endif
 
 #define NBWD__CAT_(a, b) a##b
@@ -428,7 +430,8 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 
 /* Tuning constants. The reduction blocking depends on them and on the shape
    only, never on the thread count: that is what makes results deterministic. */
-#define NBWD__MIN_BLOCK_ROWS 64             /* rows per diff_gamma/diff_beta partial */
+#define NBWD__BLOCK_ROWS 64                 /* rows per diff_gamma/diff_beta partial, when rows abound */
+#define NBWD__FEW_ROWS_BLOCKS 16            /* blocks (threads) that fewer rows are still cut into */
 #define NBWD__MAX_BLOCKS 512                /* partial sums per column, at most */
 #define NBWD__PARTIALS_BYTES (32 << 20)     /* cap on the partials' workspace */
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
@@ -970,11 +973,18 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const i
 /* Fixed row blocking of a column reduction (diff_gamma/diff_beta, BatchNorm
    NXC): a function of the shape alone, so sums never depend on threads. */
 static void nbwd__row_blocking(int64_t rows, int64_t cols, int64_t *rows_per_block, int64_t *nblocks) {
-    int64_t cap = NBWD__PARTIALS_BYTES / (8 * (cols > 0 ? cols : 1)), r;
+    int64_t c = cols > 0 ? cols : 1, cap = NBWD__PARTIALS_BYTES / (8 * c), r;
+    int64_t few = (rows + NBWD__FEW_ROWS_BLOCKS - 1) / NBWD__FEW_ROWS_BLOCKS;
+    int64_t least = (NBWD__MIN_WORK_PER_THREAD + c - 1) / c;
     if (cap > NBWD__MAX_BLOCKS) cap = NBWD__MAX_BLOCKS;
     if (cap < 1) cap = 1;
-    r = (rows + cap - 1) / cap;
-    if (r < NBWD__MIN_BLOCK_ROWS) r = NBWD__MIN_BLOCK_ROWS;
+    /* NBWD__BLOCK_ROWS rows keep each block's partial (2 cols floats) near 1 %
+       of its traffic; fewer rows still make up to 16 blocks for threads, but
+       none smaller than one thread's minimum work */
+    r = few < least ? least : few;
+    if (r > NBWD__BLOCK_ROWS) r = NBWD__BLOCK_ROWS;
+    if (r < (rows + cap - 1) / cap) r = (rows + cap - 1) / cap;
+    if (r < 1) r = 1;
     *rows_per_block = r;
     *nblocks = (rows + r - 1) / r;
 }
@@ -1102,13 +1112,15 @@ static nbwd_status nbwd__check_stats_args(int form, const void *src, const void 
     return NBWD_OK;
 }
 
-static nbwd_status nbwd__get_workspace(size_t need, void *workspace, size_t workspace_bytes, void **owned,
-                                       char **base) {
+/* need: the queried size, which a caller's workspace must have; own_need:
+   what this call uses (<= need), all that is allocated when workspace is NULL. */
+static nbwd_status nbwd__get_workspace(size_t need, size_t own_need, void *workspace, size_t workspace_bytes,
+                                       void **owned, char **base) {
     *owned = NULL;
     if (workspace) {
         if (workspace_bytes < need) return NBWD_ERR_INSUFFICIENT_WORKSPACE;
-    } else if (need > 0) {
-        workspace = NORM_BWD_MALLOC(need);
+    } else if (own_need > 0) {
+        workspace = NORM_BWD_MALLOC(own_need);
         if (!workspace) return NBWD_ERR_OUT_OF_MEMORY;
         *owned = workspace;
     }
@@ -1266,8 +1278,8 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     batch.stream = r->stream;
     batch.col_dg = r->want_dg ? r->partials + b * 2 * n : NULL;
     batch.col_db = r->want_db ? r->partials + b * 2 * n + n : NULL;
-    if (batch.col_dg) memset(batch.col_dg, 0, (size_t)n * 4);
-    if (batch.col_db) memset(batch.col_db, 0, (size_t)n * 4);
+    /* both halves: the final reduction adds the whole block, wanted or not */
+    if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
     nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
@@ -1310,13 +1322,18 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     void *owned;
     char *ws;
     int64_t n, j, b, width, nchunks;
+    size_t own;
     int threads;
     if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
     if (!args) return NBWD_ERR_NULL_POINTER;
     if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
-    if ((s = nbwd__get_workspace(p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
+    /* a dx-only call needs no partials; only bf16/f16 gamma is converted */
+    own = p.ws_bytes;
+    if (!args->diff_gamma && !args->diff_beta)
+        own = p.affine && p.pdt != NBWD_F32 && args->diff_src ? p.ws_partials + NBWD__WS_ALIGN : 0;
+    if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     n = p.n;
     r.p = &p;
@@ -1606,7 +1623,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     if ((s = nbwd__bn_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
-    if ((s = nbwd__get_workspace(p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
+    if ((s = nbwd__get_workspace(p.ws_bytes, p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     C = p.C;
     r.p = &p;
@@ -2029,6 +2046,27 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const
     if (r->dx && r->stream) NBWD__VSFENCE();
 }
 #undef NBWD__EACH_VEC
+/* nv as a constant; each dtype in a function of its own (see ln_rows) */
+#define NBWD__NARROW_DT(DT, NAME)                                                                              \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(NAME)(const nbwd__rows *r, const float *gamma, float *col_dg,   \
+                                                     float *col_db) {                                         \
+        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                            \
+        case 1: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 1); break;                        \
+        case 2: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 2); break;                        \
+        case 3: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 3); break;                        \
+        default: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 4); break;                       \
+        }                                                                                                      \
+    }
+NBWD__NARROW_DT(NBWD_F32, nbwd__ln_narrow_f32)
+NBWD__NARROW_DT(NBWD_F16, nbwd__ln_narrow_f16)
+NBWD__NARROW_DT(NBWD_BF16, nbwd__ln_narrow_bf16)
+#undef NBWD__NARROW_DT
+NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                         float *col_db) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__ln_narrow_f32)(r, gamma, col_dg, col_db),
+                    NBWD__KN(nbwd__ln_narrow_f16)(r, gamma, col_dg, col_db),
+                    NBWD__KN(nbwd__ln_narrow_bf16)(r, gamma, col_dg, col_db));
+}
 
 /* A batch of LayerNorm rows. With dx, the rows are software-pipelined: row
    i's sums are reduced in the same loop that writes row i-1's dx. */
@@ -2038,12 +2076,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
     float inv_n = 1.0f / (float)n, sums[2];
     NBWD__KN(nbwd__vset) s;
     if (n <= NBWD__NARROW_VECS * NBWD__VW) {
-        switch ((n + NBWD__VW - 1) / NBWD__VW) {
-        case 1: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 1); break;
-        case 2: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 2); break;
-        case 3: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 3); break;
-        default: NBWD__KN(nbwd__ln_narrow_body)(r, dt, gamma, col_dg, col_db, 4); break;
-        }
+        NBWD__KN(nbwd__ln_narrow)(r, dt, gamma, col_dg, col_db);
         return;
     }
     if (!r->dx) {
@@ -2149,21 +2182,38 @@ static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *d
 }
 
 /* The common cases get loops without per-vector tests: all outputs with
-   gamma, and no column sums (dx only) with or without gamma. */
-#define NBWD__LN_ROWS(DT)                                                                            \
-    do {                                                                                             \
-        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                   \
-        else if (!dg && !db && gamma) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, NULL, NULL);        \
-        else if (!dg && !db) NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL);                  \
-        else NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                                     \
-    } while (0)
+   gamma, and no column sums (dx only) with or without gamma. Each (dtype,
+   case) is a function of its own: inlined into one, they made a function
+   that compilers take minutes over (clang with sanitizers: a quarter hour). */
+#define NBWD__LN_ROWS_FN(DT, SUF)                                                                           \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_full_##SUF)(const nbwd__rows *r) {             \
+        const float *gamma = r->gamma; /* tested here, so known non-NULL in the body */                     \
+        float *dg = r->col_dg, *db = r->col_db;                                                             \
+        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                          \
+    }                                                                                                       \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_any_##SUF)(const nbwd__rows *r) {              \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, r->col_dg, r->col_db);                                \
+    }                                                                                                       \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_gamma_##SUF)(const nbwd__rows *r) {         \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, NULL, NULL);                                          \
+    }                                                                                                       \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_##SUF)(const nbwd__rows *r) {               \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL);                                              \
+    }                                                                                                       \
+    static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
+        if (r->gamma && r->col_dg && r->col_db) NBWD__KN(nbwd__ln_rows_full_##SUF)(r);                      \
+        else if (!r->col_dg && !r->col_db && r->gamma) NBWD__KN(nbwd__ln_rows_dx_gamma_##SUF)(r);           \
+        else if (!r->col_dg && !r->col_db) NBWD__KN(nbwd__ln_rows_dx_##SUF)(r);                             \
+        else NBWD__KN(nbwd__ln_rows_any_##SUF)(r); /* the rest: pointers tested per vector */               \
+    }
+NBWD__LN_ROWS_FN(NBWD_F32, f32)
+NBWD__LN_ROWS_FN(NBWD_F16, f16)
+NBWD__LN_ROWS_FN(NBWD_BF16, bf16)
 static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
-    const float *gamma = r->gamma;
-    float *dg = r->col_dg, *db = r->col_db;
     int dt = r->dt;
-    NBWD__DT_SWITCH(NBWD__LN_ROWS(NBWD_F32), NBWD__LN_ROWS(NBWD_F16), NBWD__LN_ROWS(NBWD_BF16));
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__ln_rows_f32)(r), NBWD__KN(nbwd__ln_rows_f16)(r), NBWD__KN(nbwd__ln_rows_bf16)(r));
 }
-#undef NBWD__LN_ROWS
+#undef NBWD__LN_ROWS_FN
 #undef NBWD__LD
 #undef NBWD__LDF
 #undef NBWD__STF

@@ -191,7 +191,8 @@ void test_determinism(void) {
     for (k = 0; k < 3; ++k) {
         if (!g_quick) ln_det(500000, 24, k_dts[k], k == 2, ++seed);
         ln_det(g_quick ? 512 : 4096, 1024, k_dts[k], k == 1, ++seed);
-        ln_det(37, 4097, k_dts[k], 0, ++seed);
+        ln_det(37, 4097, k_dts[k], 0, ++seed);  /* 10 blocks of 4 rows */
+        ln_det(3, 70001, k_dts[k], k == 0, ++seed); /* a block per row: few long rows still thread */
         ln_det(3000, 7, k_dts[k], 1, ++seed);
     }
     for (k = 0; k < 3; ++k) {
