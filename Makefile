@@ -5,7 +5,9 @@
 #   make install PREFIX=/usr/local   headers + pkg-config file
 #   make clean
 # Missing Debian packages are installed with apt-get when run as root;
-# otherwise the build stops with one line naming the package.
+# otherwise the build stops with one line naming the package. The exception:
+# without the AArch64 cross tools and qemu (not root), `make test` says so in
+# one line and runs everything else.
 
 CC      ?= cc
 BUILD   ?= build
@@ -21,12 +23,26 @@ TEST_DEFS = -DNORM_BWD_STREAM_BYTES=16384
 NEED     = tools/need.sh
 AARCH64_CC = aarch64-linux-gnu-gcc
 
-.PHONY: all test test-quick deps test-native test-emulated test-neon compile-check check-isa install clean
+.PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa install clean
 
 all: $(BUILD)/nbwd_tests
 
 deps:
 	@$(NEED) libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
+
+# The compile matrix (tools/compile_check.sh): g++, clang and clang++, and
+# clang's OpenMP (omp.h and libomp.so are in libomp-dev, which clang does not pull in).
+compile-deps: deps
+	@$(NEED) g++ 'command -v g++'
+	@$(NEED) clang 'command -v clang && command -v clang++'
+	@$(NEED) libomp-dev 'test -f "$$(clang -print-resource-dir)/include/omp.h" && ls /usr/lib/llvm-*/lib/libomp.so'
+
+# The AArch64 build and its qemu runs (libgomp1-arm64-cross: the -fopenmp build).
+AARCH64_PKGS = gcc-aarch64-linux-gnu qemu-user libgomp1-arm64-cross
+aarch64-deps:
+	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)'
+	@$(NEED) qemu-user 'command -v qemu-aarch64'
+	@$(NEED) libgomp1-arm64-cross 'test -e /usr/aarch64-linux-gnu/lib/libgomp.so.1'
 
 # The test binary, native paths (scalar, sse, avx2 here; avx512 where the CPU has it).
 $(BUILD)/nbwd_tests: $(TEST_DEP) | deps
@@ -46,15 +62,14 @@ $(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
 	@mkdir -p $(BUILD)
 	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
 
-test: deps
-	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)' && \
-	 $(NEED) qemu-user 'command -v qemu-aarch64' && \
-	 $(NEED) libgomp1-arm64-cross 'test -e /usr/aarch64-linux-gnu/lib/libgomp.so.1' || \
-	 echo "norm_bwd: the AArch64 (qemu) runs will be skipped"
-	@$(MAKE) --no-print-directory $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu
-	@if command -v $(AARCH64_CC) >/dev/null && command -v qemu-aarch64 >/dev/null; then \
-	   $(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp; fi
-	@BUILD=$(BUILD) CC=$(CC) tools/run_tests.sh all
+# Without the AArch64 tools (and not root) one line says the qemu runs are
+# skipped, and everything else runs (AARCH64=0 tells run_tests.sh).
+test: compile-deps
+	@if NEED_SKIPPING="the AArch64 (qemu) runs are skipped (they need: $(AARCH64_PKGS))" \
+	    $(MAKE) --no-print-directory -s aarch64-deps 2>/dev/null; then a64=1; else a64=0; fi; \
+	 $(MAKE) --no-print-directory $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu && \
+	 if [ $$a64 = 1 ]; then $(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp; fi && \
+	 BUILD=$(BUILD) CC=$(CC) AARCH64=$$a64 tools/run_tests.sh all
 
 test-quick: $(BUILD)/nbwd_tests
 	@BUILD=$(BUILD) tools/run_tests.sh quick
@@ -65,16 +80,13 @@ test-native: $(BUILD)/nbwd_tests
 test-emulated: $(BUILD)/nbwd_tests_emu
 	@BUILD=$(BUILD) tools/run_tests.sh emulated
 
-test-neon: deps
-	@$(NEED) gcc-aarch64-linux-gnu 'command -v $(AARCH64_CC)'
-	@$(NEED) qemu-user 'command -v qemu-aarch64'
-	@$(NEED) libgomp1-arm64-cross 'test -e /usr/aarch64-linux-gnu/lib/libgomp.so.1'
+test-neon: deps aarch64-deps
 	@$(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp
 	@BUILD=$(BUILD) tools/run_tests.sh neon
 
 # The header as C99 and C++11, gcc and clang, -O0/-O2, with/without OpenMP,
 # two translation units, the README example.
-compile-check: deps
+compile-check: compile-deps
 	@BUILD=$(BUILD) tools/compile_check.sh
 
 # objdump proof that a plain -O2 build carries real AVX2 and AVX-512 code.
