@@ -294,6 +294,12 @@ typedef struct nbwd_layer_norm_bwd_desc {
     const int64_t *diff_src_strides;
     const int64_t *mean_strides;     /* only the entries [0, axis) are read */
     const int64_t *var_strides;      /* variance, rstd or std; entries [0, axis) */
+    /* The parameter tensors, shape dims[axis..rank): rank - axis entries each
+       (entry k for dim axis + k), any strides; NULL means dense. */
+    const int64_t *gamma_strides;
+    const int64_t *beta_strides;     /* beta is never read: its extent is checked for aliasing */
+    const int64_t *diff_gamma_strides;
+    const int64_t *diff_beta_strides;
 } nbwd_layer_norm_bwd_desc;
 
 typedef struct nbwd_layer_norm_bwd_args {
@@ -325,6 +331,12 @@ typedef struct nbwd_batch_norm_bwd_desc {
     const int64_t *src_strides;      /* src, or xhat in the XHAT_STD form */
     const int64_t *diff_dst_strides;
     const int64_t *diff_src_strides;
+    /* The [C] tensors: one entry each, the stride between channels; NULL = 1. */
+    const int64_t *mean_strides;
+    const int64_t *var_strides;      /* variance, rstd or std */
+    const int64_t *gamma_strides;
+    const int64_t *diff_gamma_strides;
+    const int64_t *diff_beta_strides;
 } nbwd_batch_norm_bwd_desc;
 
 typedef struct nbwd_batch_norm_bwd_args {
@@ -1130,6 +1142,60 @@ static nbwd_status nbwd__get_workspace(size_t need, size_t own_need, void *works
     return NBWD_OK;
 }
 
+/* ------------------------------------------------- parameter tensors */
+/* gamma, beta, diff_gamma, diff_beta (LayerNorm: shape dims[axis..rank);
+   BatchNorm: [C]) with their own strides. Element j of the flat (row-major)
+   parameter index sits at nbwd__param_off(). */
+enum { NBWD__PG = 0, NBWD__PB = 1, NBWD__PDG = 2, NBWD__PDB = 3, NBWD__NPAR = 4 };
+typedef struct nbwd__params {
+    int nd;                                    /* dims */
+    int64_t dims[NBWD_MAX_RANK];
+    int64_t st[NBWD__NPAR][NBWD_MAX_RANK];
+    int dense[NBWD__NPAR];                     /* element j at j */
+} nbwd__params;
+
+/* Strides from the desc (NULL: dense); BAD_STRIDES when a tensor's extent
+   overflows or an output would write one address twice. */
+static nbwd_status nbwd__params_init(nbwd__params *q, int nd, const int64_t *dims, const int64_t *const given[],
+                                     int pdt) {
+    int64_t lo, hi, n = 1;
+    int t, d;
+    q->nd = nd;
+    for (d = 0; d < nd; ++d) { q->dims[d] = dims[d]; n *= dims[d]; }
+    for (t = 0; t < NBWD__NPAR; ++t) {
+        nbwd__strides(nd, dims, given[t], q->st[t]);
+        q->dense[t] = nbwd__dense_block(dims, q->st[t], 0, nd);
+        if (!nbwd__extent(nd, dims, q->st[t], nbwd__esize(pdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+        if (t >= NBWD__PDG && !nbwd__no_self_overlap(nd, dims, q->st[t], n > 0 ? 1 : 0)) return NBWD_ERR_BAD_STRIDES;
+    }
+    return NBWD_OK;
+}
+static int64_t nbwd__param_off(const nbwd__params *q, int t, int64_t j) {
+    int64_t off = 0;
+    int d;
+    if (q->dense[t]) return j;
+    for (d = q->nd - 1; d >= 0; --d) {
+        off += (j % q->dims[d]) * q->st[t][d];
+        j /= q->dims[d];
+    }
+    return off;
+}
+static nbwd__span nbwd__param_span(const nbwd__params *q, int t, const void *ptr, int pdt) {
+    int64_t lo, hi;
+    nbwd__extent(q->nd, q->dims, q->st[t], nbwd__esize(pdt), &lo, &hi);
+    return nbwd__span_at(ptr, lo, hi);
+}
+/* diff_gamma or diff_beta (t) = v (or += v), n elements. */
+static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int pdt, const float *v, int64_t n,
+                                  int accumulate) {
+    int64_t j;
+    if (q->dense[t]) {
+        nbwd__write_params(out, pdt, v, n, accumulate);
+        return;
+    }
+    for (j = 0; j < n; ++j) nbwd__write_param(out, nbwd__param_off(q, t, j), pdt, v[j], accumulate);
+}
+
 /* ------------------------------------------------------------ LayerNorm */
 enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4 };
 
@@ -1138,6 +1204,7 @@ typedef struct nbwd__ln_plan {
     float eps;
     int64_t rows, n;
     int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread */
+    nbwd__params par;                       /* gamma, beta, diff_gamma, diff_beta */
     int64_t rows_per_block, nblocks;
     size_t ws_gamma, ws_partials, ws_bytes;
 } nbwd__ln_plan;
@@ -1200,10 +1267,18 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
     }
     for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
         if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+    {
+        const int64_t *const given[NBWD__NPAR] = {d->gamma_strides, d->beta_strides, d->diff_gamma_strides,
+                                                  d->diff_beta_strides};
+        if ((s = nbwd__params_init(&p->par, p->rank - p->axis, d->dims + p->axis, given, p->pdt)) != NBWD_OK)
+            return s;
+    }
 
     nbwd__row_blocking(p->rows, p->n, &p->rows_per_block, &p->nblocks);
     p->ws_bytes = 0;
-    if (p->affine && p->pdt != NBWD_F32) p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
+    /* gamma as dense f32 for the kernels: converted or gathered here */
+    if (p->affine && (p->pdt != NBWD_F32 || !p->par.dense[NBWD__PG]))
+        p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
     if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
@@ -1222,7 +1297,7 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
                                        const nbwd_layer_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->rows * p->n, lo, hi, outer_dims[NBWD_MAX_RANK];
-    size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt), pesz = nbwd__esize(p->pdt);
+    size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt);
     const void *x = nbwd__x_of(p->form, a->src, a->xhat);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
     nbwd__span sp[NBWD__MAX_SPANS];
@@ -1249,10 +1324,10 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, lo, hi);
     nbwd__extent(p->axis, d->dims, p->st[NBWD__TVAR], sesz, &lo, &hi);
     sp[4] = nbwd__span_at(spread, lo, hi);
-    sp[5] = nbwd__span_at(p->affine ? a->gamma : NULL, 0, p->n * (int64_t)pesz);
-    sp[6] = nbwd__span_at(p->affine ? a->beta : NULL, 0, p->n * (int64_t)pesz);
-    sp[7] = nbwd__span_at(a->diff_gamma, 0, p->n * (int64_t)pesz);
-    sp[8] = nbwd__span_at(a->diff_beta, 0, p->n * (int64_t)pesz);
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, p->affine ? a->gamma : NULL, p->pdt);
+    sp[6] = nbwd__param_span(&p->par, NBWD__PB, p->affine ? a->beta : NULL, p->pdt);
+    sp[7] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[8] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     out[2] = out[7] = out[8] = 1;
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
@@ -1332,7 +1407,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     /* a dx-only call needs no partials; only bf16/f16 gamma is converted */
     own = p.ws_bytes;
     if (!args->diff_gamma && !args->diff_beta)
-        own = p.affine && p.pdt != NBWD_F32 && args->diff_src ? p.ws_partials + NBWD__WS_ALIGN : 0;
+        own = p.affine && p.ws_partials > 0 && args->diff_src ? p.ws_partials + NBWD__WS_ALIGN : 0;
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     n = p.n;
@@ -1342,8 +1417,8 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     r.want_db = args->diff_beta != NULL;
     if (p.rows == 0 && !p.accumulate && (r.want_dg || r.want_db)) { /* no rows: the sums are empty */
         for (j = 0; j < n; ++j) {
-            if (r.want_dg) nbwd__store(args->diff_gamma, j, p.pdt, 0.0f);
-            if (r.want_db) nbwd__store(args->diff_beta, j, p.pdt, 0.0f);
+            if (r.want_dg) nbwd__store(args->diff_gamma, nbwd__param_off(&p.par, NBWD__PDG, j), p.pdt, 0.0f);
+            if (r.want_db) nbwd__store(args->diff_beta, nbwd__param_off(&p.par, NBWD__PDB, j), p.pdt, 0.0f);
         }
     }
     if (p.rows > 0 && n > 0 && (r.want_dx || r.want_dg || r.want_db)) {
@@ -1353,11 +1428,11 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         if (p.affine && r.want_dx) {
-            if (p.pdt == NBWD_F32) {
+            if (p.pdt == NBWD_F32 && p.par.dense[NBWD__PG]) {
                 r.gamma = (const float *)args->gamma;
             } else {
                 float *g = (float *)(ws + p.ws_gamma);
-                for (j = 0; j < n; ++j) g[j] = nbwd__load(args->gamma, j, p.pdt);
+                for (j = 0; j < n; ++j) g[j] = nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt);
                 r.gamma = g;
             }
         }
@@ -1374,8 +1449,9 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
                                nbwd__tree_sum(r.k, r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
                                               (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
                                                                                     : width - b * NBWD__REDUCE_CHUNK));
-            if (r.want_dg) nbwd__write_params(args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
-            if (r.want_db) nbwd__write_params(args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
+            if (r.want_dg) nbwd__write_params_at(&p.par, NBWD__PDG, args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
+            if (r.want_db)
+                nbwd__write_params_at(&p.par, NBWD__PDB, args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
         }
     }
     if (owned) NORM_BWD_FREE(owned);
@@ -1388,6 +1464,8 @@ typedef struct nbwd__bn_plan {
     float eps;
     int64_t N, C, S, M;                     /* batch, channels, spatial size, N * S */
     int64_t st[3][NBWD_MAX_RANK];           /* x, dy, dx */
+    int64_t mean_st, var_st;                /* the [C] statistics' strides */
+    nbwd__params par;                       /* gamma, (unused), diff_gamma, diff_beta: [C] */
     int64_t rows, rows_per_block, nblocks;  /* NXC: rows = N * S */
     int64_t n_per_chunk, nchunks;           /* NCX: batch entries per partial */
     size_t ws_coef, ws_partials, ws_bytes;
@@ -1450,6 +1528,16 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
         if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
     }
+    {
+        const int64_t *const given[NBWD__NPAR] = {d->gamma_strides, NULL, d->diff_gamma_strides,
+                                                  d->diff_beta_strides};
+        if ((s = nbwd__params_init(&p->par, 1, &p->C, given, p->pdt)) != NBWD_OK) return s;
+        p->mean_st = d->mean_strides ? d->mean_strides[0] : 1;
+        p->var_st = d->var_strides ? d->var_strides[0] : 1;
+        if (!nbwd__extent(1, &p->C, &p->mean_st, nbwd__esize(p->sdt), &lo, &hi) ||
+            !nbwd__extent(1, &p->C, &p->var_st, nbwd__esize(p->sdt), &lo, &hi))
+            return NBWD_ERR_BAD_STRIDES;
+    }
     p->ws_bytes = 0;
     p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
     if (p->nxc) {
@@ -1479,7 +1567,6 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
                                        const nbwd_batch_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->M * p->C, lo, hi, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
-    int64_t cs = p->C * (int64_t)nbwd__esize(p->sdt), cp = p->C * (int64_t)nbwd__esize(p->pdt);
     size_t esz = nbwd__esize(p->dt);
     const void *x = nbwd__x_of(p->form, a->src, a->xhat);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
@@ -1501,11 +1588,13 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
         nbwd__extent(p->rank, d->dims, p->st[i], esz, &lo, &hi);
         sp[i] = nbwd__span_at(ptr, lo, hi);
     }
-    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 0, cs);
-    sp[4] = nbwd__span_at(spread, 0, cs);
-    sp[5] = nbwd__span_at(a->gamma, 0, cp);
-    sp[6] = nbwd__span_at(a->diff_gamma, 0, cp);
-    sp[7] = nbwd__span_at(a->diff_beta, 0, cp);
+    nbwd__extent(1, &p->C, &p->mean_st, nbwd__esize(p->sdt), &lo, &hi);
+    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, lo, hi);
+    nbwd__extent(1, &p->C, &p->var_st, nbwd__esize(p->sdt), &lo, &hi);
+    sp[4] = nbwd__span_at(spread, lo, hi);
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, a->gamma, p->pdt);
+    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     out[2] = out[6] = out[7] = 1;
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
@@ -1516,13 +1605,13 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
 /* Channel c's sums are complete (partials[0..1]): coefficients and params. */
 static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, float sum_dy) {
     const nbwd__bn_plan *p = r->p;
-    float gamma = r->gamma ? nbwd__load(r->gamma, c, p->pdt) : 1.0f;
+    float gamma = r->gamma ? nbwd__load(r->gamma, c * p->par.st[NBWD__PG][0], p->pdt) : 1.0f;
     r->mean_g[c] = (float)((double)sum_dy / (double)p->M);
     r->mean_gx[c] = (float)((double)sum_dyx / (double)p->M);
     r->scale[c] = r->scale[c] * gamma;
     if (r->dgamma) {
-        nbwd__write_param(r->dgamma, c, p->pdt, sum_dyx, p->accumulate);
-        nbwd__write_param(r->dbeta, c, p->pdt, sum_dy, p->accumulate);
+        nbwd__write_param(r->dgamma, c * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx, p->accumulate);
+        nbwd__write_param(r->dbeta, c * p->par.st[NBWD__PDB][0], p->pdt, sum_dy, p->accumulate);
     }
 }
 
@@ -1633,8 +1722,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     r.gamma = r.dgamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
     if (p.M == 0 && r.dgamma && !p.accumulate) { /* empty batch: empty sums */
         for (c = 0; c < C; ++c) {
-            nbwd__store(r.dgamma, c, p.pdt, 0.0f);
-            nbwd__store(r.dbeta, c, p.pdt, 0.0f);
+            nbwd__store(r.dgamma, c * p.par.st[NBWD__PDG][0], p.pdt, 0.0f);
+            nbwd__store(r.dbeta, c * p.par.st[NBWD__PDB][0], p.pdt, 0.0f);
         }
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
@@ -1650,7 +1739,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         r.partials = (float *)(ws + p.ws_partials);
         r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
         for (c = 0; c < C; ++c)
-            nbwd__stats(p.form, p.sdt, p.eps, args->mean, c, spread, c, &r.xm[c], &r.xs[c], &r.scale[c]);
+            nbwd__stats(p.form, p.sdt, p.eps, args->mean, c * p.mean_st, spread, c * p.var_st, &r.xm[c], &r.xs[c],
+                        &r.scale[c]);
         if (p.nxc) {
             int64_t width = 2 * C, nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK, b;
             nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, 3, p.st);

@@ -52,7 +52,9 @@
        const char *nbwd_gpu_last_error(void)
    desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
    operation, statistics form, dtype combination, optional output, stride,
-   layout and flag of the CPU API. All tensor pointers in args, and the
+   layout and flag of the CPU API, except strided parameter tensors (the
+   *gamma/*beta strides of either desc) and BatchNorm's [C] statistics
+   strides: those give NBWD_ERR_UNSUPPORTED on the GPU. All tensor pointers in args, and the
    workspace, are DEVICE pointers; desc (and its stride arrays) live in host
    memory. stream is a cudaStream_t passed as void * (NULL: the default
    stream). desc->num_threads and desc->isa are validated as on the CPU and
@@ -306,6 +308,14 @@ static nbwd_status nbwdg__ws_check(size_t need, const void *workspace, size_t by
     return NBWD_OK;
 }
 
+/* The device kernels index the parameter tensors densely. */
+static nbwd_status nbwdg__params_dense(const nbwd__params *q) {
+    int t;
+    for (t = 0; t < NBWD__NPAR; ++t)
+        if (t != NBWD__PB && !q->dense[t]) return NBWD_ERR_UNSUPPORTED; /* beta: never read */
+    return NBWD_OK;
+}
+
 /* Full validation: the CPU checks, then the workspace. */
 static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                      const void *workspace, size_t bytes, nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
@@ -313,6 +323,7 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, const
     if ((s = nbwd__ln_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return NBWD_ERR_NULL_POINTER;
     if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
+    if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
     nbwdg__ln_config(p, c);
     return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
 }
@@ -323,6 +334,8 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return NBWD_ERR_NULL_POINTER;
     if ((s = nbwd__bn_check_args(desc, p, args)) != NBWD_OK) return s;
+    if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
+    if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1)) return NBWD_ERR_UNSUPPORTED;
     nbwdg__bn_config(p, c);
     return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
 }

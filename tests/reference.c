@@ -201,9 +201,9 @@ void ref_batch_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, nbwd_
         exit(2);
     }
     for (c = 0; c < C; ++c) {
-        m[c] = form == NBWD_STATS_XHAT_STD ? 0.0 : ref_load(mean.p, mean.dt, c);
-        rstd[c] = ref_rstd(form, ref_load(spread.p, spread.dt, c), eps);
-        gm[c] = gamma.p ? ref_load(gamma.p, gamma.dt, c) : 1.0;
+        m[c] = form == NBWD_STATS_XHAT_STD ? 0.0 : ref_get(mean, 1, &C, c); /* [C] tensors: any stride */
+        rstd[c] = ref_rstd(form, ref_get(spread, 1, &C, c), eps);
+        gm[c] = gamma.p ? ref_get(gamma, 1, &C, c) : 1.0;
     }
     /* pass 1: the channel sums */
     ref_cursor_init(&cx, rank, dims, x.strides);

@@ -66,7 +66,12 @@ static int ln_run(const ln_cfg *c) {
         st_v[NBWD_MAX_RANK];
     int want_dx = (c->outputs & O_DX) != 0, want_dg = (c->outputs & O_DG) != 0, want_db = (c->outputs & O_DB) != 0;
     int strided = c->layout != L_DENSE;
-    t_buf bx, bdy, bdx, bm, bv, bg, bb, bdg, bdb, *pdx = NULL;
+    t_buf bx, bdy, bdx, bm, bv, bg, bb, bdg, bdb, bgs, *pdx = NULL;
+    /* strided layouts give the parameter tensors (shape dims[axis..rank))
+       strides of their own; bg stays dense for the reference, bgs is the
+       strided gamma the call reads */
+    int pstrided = strided && c->layout != L_ZERO, nn = c->rank - axis;
+    int64_t st_g[NBWD_MAX_RANK], st_b[NBWD_MAX_RANK], st_dg[NBWD_MAX_RANK], st_db[NBWD_MAX_RANK];
     double *xd = NULL, *mean = NULL, *var = NULL, *rdx = NULL, *rdx_tol = NULL, *rdg = NULL, *rdg_tol = NULL,
            *rdb = NULL, *rdb_tol = NULL, *prev_dg = NULL, *prev_db = NULL;
     t_snap s_x, s_dy, s_m, s_v, s_g, s_b, s_dg, s_db;
@@ -110,11 +115,20 @@ static int ln_run(const ln_cfg *c) {
     }
     if (c->inplace == IP_DY) memcpy(st_dx, st_dy, sizeof st_dx);
     if (c->inplace == IP_X) memcpy(st_dx, st_x, sizeof st_dx);
+    t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 2 : 0, st_g);
+    t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 1 : 0, st_b);
+    t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 3 : 0, st_dg);
+    t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 1 : 0, st_db);
+    if (pstrided && (c->layout == L_NEGATIVE || c->layout == L_NEG_OUT)) {
+        st_g[0] = -st_g[0];
+        if (c->layout == L_NEG_OUT) st_db[0] = -st_db[0];
+    }
 
     if (!t_buf_alloc(&bx, c->rank, c->dims, st_x, c->dt) || !t_buf_alloc(&bdy, c->rank, c->dims, st_dy, c->dt) ||
         !t_buf_alloc(&bm, axis, c->dims, st_m, c->sdt) || !t_buf_alloc(&bv, axis, c->dims, st_v, c->sdt) ||
-        !t_buf_alloc(&bg, 1, &n, NULL, c->pdt) || !t_buf_alloc(&bb, 1, &n, NULL, c->pdt) ||
-        !t_buf_alloc(&bdg, 1, &n, NULL, c->pdt) || !t_buf_alloc(&bdb, 1, &n, NULL, c->pdt)) {
+        !t_buf_alloc(&bg, 1, &n, NULL, c->pdt) || !t_buf_alloc(&bgs, nn, c->dims + axis, st_g, c->pdt) ||
+        !t_buf_alloc(&bb, nn, c->dims + axis, st_b, c->pdt) || !t_buf_alloc(&bdg, nn, c->dims + axis, st_dg, c->pdt) ||
+        !t_buf_alloc(&bdb, nn, c->dims + axis, st_db, c->pdt)) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
@@ -149,7 +163,9 @@ static int ln_run(const ln_cfg *c) {
     }
     t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
     for (i = 0; i < n; ++i) {
-        t_buf_set(&bg, i, c->data == D_GAMMA1 || c->data == D_CONSISTENT ? 1.0 : 1.0 + 0.5 * t_rng_normal(&rng));
+        t_buf_set(&bgs, i, t_buf_set(&bg, i, c->data == D_GAMMA1 || c->data == D_CONSISTENT
+                                                 ? 1.0
+                                                 : 1.0 + 0.5 * t_rng_normal(&rng)));
         t_buf_set(&bb, i, t_rng_normal(&rng));
     }
     /* statistics from the rounded x, in float64, then rounded to their dtype */
@@ -231,9 +247,15 @@ static int ln_run(const ln_cfg *c) {
         desc.mean_strides = bm.strides;
         desc.var_strides = bv.strides;
     }
+    if (pstrided) {
+        desc.gamma_strides = bgs.strides;
+        desc.beta_strides = bb.strides;
+        desc.diff_gamma_strides = bdg.strides;
+        desc.diff_beta_strides = bdb.strides;
+    }
     memset(&args, 0, sizeof args);
     {
-        int ne = c->null_empty && total == 0, nr = c->null_empty && rows == 0, nn = c->null_empty && n == 0;
+        int ne = c->null_empty && total == 0, nr = c->null_empty && rows == 0, nn0 = c->null_empty && n == 0;
         if (c->form == NBWD_STATS_XHAT_STD) args.xhat = ne ? NULL : bx.base;
         else args.src = ne ? NULL : bx.base;
         args.diff_dst = ne ? NULL : bdy.base;
@@ -242,15 +264,15 @@ static int ln_run(const ln_cfg *c) {
         else if (c->form == NBWD_STATS_MEAN_RSTD) args.rstd = nr ? NULL : bv.base;
         else args.std = nr ? NULL : bv.base;
         if (c->affine) {
-            args.gamma = nn ? NULL : bg.base;
-            args.beta = nn ? NULL : bb.base;
+            args.gamma = nn0 ? NULL : bgs.base;
+            args.beta = nn0 ? NULL : bb.base;
         }
         args.diff_src = pdx && !ne ? pdx->base : NULL;
-        args.diff_gamma = want_dg && !nn ? bdg.base : NULL;
-        args.diff_beta = want_db && !nn ? bdb.base : NULL;
+        args.diff_gamma = want_dg && !nn0 ? bdg.base : NULL;
+        args.diff_beta = want_db && !nn0 ? bdb.base : NULL;
     }
     s_x = t_snap_take(&bx); s_dy = t_snap_take(&bdy); s_m = t_snap_take(&bm); s_v = t_snap_take(&bv);
-    s_g = t_snap_take(&bg); s_b = t_snap_take(&bb); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
+    s_g = t_snap_take(&bgs); s_b = t_snap_take(&bb); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
     allocs0 = t_hook_allocs();
     frees0 = t_hook_frees();
     if (c->caller_ws) {
@@ -270,25 +292,17 @@ static int ln_run(const ln_cfg *c) {
 
     if (st == NBWD_OK) {
         if (want_dx && total > 0) ok &= T_COMPARE_BUF("diff_src", pdx, rdx, rdx_tol);
-        if (want_dg) ok &= T_COMPARE_DENSE("diff_gamma", c->pdt, bdg.base, n, rdg, rdg_tol);
-        if (want_db) ok &= T_COMPARE_DENSE("diff_beta", c->pdt, bdb.base, n, rdb, rdb_tol);
+        if (want_dg) ok &= T_COMPARE_BUF("diff_gamma", &bdg, rdg, rdg_tol);
+        if (want_db) ok &= T_COMPARE_BUF("diff_beta", &bdb, rdb, rdb_tol);
         if (!want_dg) ok &= CHECK(t_snap_same(&s_dg, &bdg), "diff_gamma not requested but written");
         if (!want_db) ok &= CHECK(t_snap_same(&s_db, &bdb), "diff_beta not requested but written");
         if (pdx) ok &= CHECK(t_buf_canary_ok(pdx), "diff_src: a byte outside its elements was written");
-        if (want_dg || want_db) {
-            /* the dense outputs' guard bytes: compare only the guards */
-            size_t g_end = (size_t)n * t_esize(c->pdt) + T_GUARD, k;
-            int guards = 1;
-            for (k = 0; k < T_GUARD; ++k)
-                if (bdg.alloc[k] != T_CANARY || bdb.alloc[k] != T_CANARY || bdg.alloc[g_end + k] != T_CANARY ||
-                    bdb.alloc[g_end + k] != T_CANARY)
-                    guards = 0;
-            ok &= CHECK(guards, "diff_gamma/diff_beta: guard bytes written");
-        }
+        ok &= CHECK(t_buf_canary_ok(&bdg) && t_buf_canary_ok(&bdb),
+                    "diff_gamma/diff_beta: a byte outside their elements was written");
         if (c->inplace != IP_X) ok &= CHECK(t_snap_same(&s_x, &bx), "src/xhat was modified");
         if (c->inplace != IP_DY) ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
         ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv), "statistics were modified");
-        ok &= CHECK(t_snap_same(&s_g, &bg) && t_snap_same(&s_b, &bb), "gamma/beta were modified");
+        ok &= CHECK(t_snap_same(&s_g, &bgs) && t_snap_same(&s_b, &bb), "gamma/beta were modified");
     }
 
     /* invariants: gamma = 1, f32, consistent statistics (rstd = 1/sqrt(var)) */
@@ -326,7 +340,7 @@ static int ln_run(const ln_cfg *c) {
     free(mean); free(var); free(rdx); free(rdx_tol); free(rdg); free(rdg_tol); free(rdb); free(rdb_tol);
     free(prev_dg); free(prev_db);
     t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bm); t_buf_free(&bv); t_buf_free(&bg); t_buf_free(&bb);
-    t_buf_free(&bdg); t_buf_free(&bdb);
+    t_buf_free(&bdg); t_buf_free(&bdb); t_buf_free(&bgs);
     if (bdx.alloc) t_buf_free(&bdx);
     return ok && g_fail == fails0;
 }

@@ -298,6 +298,26 @@ static void ln_status_cases(void) {
     ln_expect("diff_src rows 4 apart, 8 long (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
     ln_valid(&d, &a); d.diff_src_strides = st_pad;
     ln_expect("diff_src padded rows (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    { /* the parameter tensors' own strides (one entry here: rank 2, axis 1) */
+        static const int64_t p0[1] = {0}, p2[1] = {2}, pneg[1] = {-1}, phuge[1] = {INT64_MAX / 4};
+        ln_valid(&d, &a); d.diff_gamma_strides = p0;
+        ln_expect("diff_gamma stride 0 over 8 elements (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        ln_valid(&d, &a); d.diff_beta_strides = p0;
+        ln_expect("diff_beta stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        ln_valid(&d, &a); d.gamma_strides = phuge;
+        ln_expect("gamma stride INT64_MAX/4: byte extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        ln_valid(&d, &a); d.beta_strides = phuge;
+        ln_expect("beta stride INT64_MAX/4: byte extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        ln_valid(&d, &a); d.gamma_strides = p0;
+        ln_expect("gamma stride 0 (input broadcast: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        ln_valid(&d, &a); d.diff_gamma_strides = p2; a.diff_beta = (char *)a.diff_gamma + 4;
+        ln_expect("diff_beta interleaved with diff_gamma (stride 2)", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+        ln_valid(&d, &a); d.diff_gamma_strides = p2; a.diff_gamma = (char *)g_ar[A_DX].base + 4 * 20;
+        ln_expect("strided diff_gamma reaching into diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+        ln_valid(&d, &a); d.gamma_strides = pneg; a.gamma = (const char *)a.gamma + 4 * 7;
+        d.diff_beta_strides = p2;
+        ln_expect("gamma stride -1, diff_beta stride 2 (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    }
     {
         int64_t dims3[3] = {3, 5, 8}, st_sw[3] = {8, 24, 1}, st_bad[3] = {8, 16, 1};
         ln_valid(&d, &a); nbwd_layer_norm_bwd_desc_init(&d, 3, dims3); d.isa = g_test_isa;
@@ -527,6 +547,26 @@ static void bn_status_cases(nbwd_layout L) {
     bn_expect("diff_src == diff_dst (in-place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
     bn_valid(&d, &a, L); a.diff_src = (void *)a.src; d.src_strides = st_pad;
     bn_expect("diff_src same base as src, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    { /* the [C] tensors' strides */
+        static const int64_t c0[1] = {0}, c3[1] = {3}, cneg[1] = {-2}, chuge[1] = {INT64_MAX / 4};
+        bn_valid(&d, &a, L); d.diff_gamma_strides = c0;
+        bn_expect("diff_gamma stride 0 over 4 channels (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        bn_valid(&d, &a, L); d.diff_beta_strides = c0;
+        bn_expect("diff_beta stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        bn_valid(&d, &a, L); d.mean_strides = chuge;
+        bn_expect("mean stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        bn_valid(&d, &a, L); d.var_strides = chuge;
+        bn_expect("variance stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        bn_valid(&d, &a, L); d.gamma_strides = chuge;
+        bn_expect("gamma stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        bn_valid(&d, &a, L); d.diff_gamma_strides = c3; a.diff_gamma = (char *)g_ar[A_DX].base + 4 * 35;
+        bn_expect("strided diff_gamma reaching into diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+        bn_valid(&d, &a, L); d.diff_gamma_strides = c3; a.diff_beta = (char *)a.diff_gamma + 4;
+        bn_expect("diff_beta interleaved with diff_gamma (stride 3)", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+        bn_valid(&d, &a, L); d.mean_strides = c0; d.var_strides = c3; d.gamma_strides = cneg;
+        a.gamma = (const char *)a.gamma + 4 * 6; d.diff_beta_strides = c3;
+        bn_expect("mean stride 0, variance 3, gamma -2, diff_beta 3 (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    }
     bn_valid(&d, &a, L); a.diff_beta = a.diff_gamma;
     bn_expect("diff_beta == diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
     bn_valid(&d, &a, L); a.diff_beta = (char *)a.diff_gamma + 12;
@@ -741,14 +781,16 @@ static void desc_defaults(void) {
     CHECK(d.stats_form == NBWD_STATS_MEAN_VARIANCE && d.data_dtype == NBWD_F32 && d.stats_dtype == NBWD_F32 &&
               d.param_dtype == NBWD_F32 && d.flags == 0 && d.num_threads == 0 && d.isa == NBWD_ISA_AUTO,
           "LN desc_init: form/dtypes/flags/threads/isa defaults");
-    CHECK(!d.src_strides && !d.diff_dst_strides && !d.diff_src_strides && !d.mean_strides && !d.var_strides,
+    CHECK(!d.src_strides && !d.diff_dst_strides && !d.diff_src_strides && !d.mean_strides && !d.var_strides &&
+              !d.gamma_strides && !d.beta_strides && !d.diff_gamma_strides && !d.diff_beta_strides,
           "LN desc_init: strides must default to NULL (dense)");
     memset(&b, 0x5a, sizeof b);
     nbwd_batch_norm_bwd_desc_init(&b, 4, dims, NBWD_NCX, 0.25f);
     CHECK(b.rank == 4 && b.dims[3] == 103 && b.layout == NBWD_NCX && b.epsilon == 0.25f, "BN desc_init: rank/dims/layout/eps");
     CHECK(b.stats_form == NBWD_STATS_MEAN_VARIANCE && b.data_dtype == NBWD_F32 && b.stats_dtype == NBWD_F32 &&
               b.param_dtype == NBWD_F32 && b.flags == 0 && b.num_threads == 0 && b.isa == NBWD_ISA_AUTO &&
-              !b.src_strides && !b.diff_dst_strides && !b.diff_src_strides,
+              !b.src_strides && !b.diff_dst_strides && !b.diff_src_strides && !b.mean_strides && !b.var_strides &&
+              !b.gamma_strides && !b.diff_gamma_strides && !b.diff_beta_strides,
           "BN desc_init: defaults");
     /* a rank beyond NBWD_MAX_RANK must not write past dims[] (the call then reports BAD_PARAM) */
     {
