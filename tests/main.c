@@ -488,8 +488,10 @@ typedef struct t_suite {
     void (*fn)(void);
 } t_suite;
 
+void test_detect(void); /* test_detect.c: CPU detection checked against cpuid/xgetbv/HWCAP2 */
+
 static const t_suite g_suites[] = {
-    {"reference", test_reference},   {"convert", test_convert}, {"layer_norm", test_layer_norm},
+    {"detect", test_detect},         {"reference", test_reference},   {"convert", test_convert}, {"layer_norm", test_layer_norm},
     {"batch_norm", test_batch_norm}, {"status", test_status},   {"determinism", test_determinism},
     {"bounds", test_bounds},
 };
