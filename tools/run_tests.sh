@@ -48,9 +48,31 @@ run() { # label command...
     fi
 }
 
+# A run that must report its path as skipped (the CPU lacks it): a result
+# with checks, a failure or no skip line is a failure.
+must_skip() { # label command...
+    label=$1; shift
+    log="$LOG/$(echo "$label" | tr ' /=' '___').log"
+    "$@" > "$log" 2>&1
+    rc=$?
+    last=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    RUNS=$((RUNS + 1))
+    if [ $rc -eq 0 ] && [ "$last" = "0 passed, 0 failed" ] && grep -q 'skipped' "$log"; then
+        echo "--- $label: skipped, as it must ($(grep -m1 'skipped' "$log"))"
+        PASS=$((PASS + 1))
+    else
+        echo "--- $label: FAILED: must skip, but it ran (${last:-no result line}, exit $rc; log $log)"
+        tail -n 5 "$log"
+        FAIL=$((FAIL + 1))
+    fi
+}
+
 # NORM_BWD_ISA: a runnable path becomes the automatic choice; one that cannot
 # run here (neon on x86) leaves no automatic path, so
 # automatic calls must fail with NBWD_ERR_UNSUPPORTED instead of running.
+# The runner's banner shows the choice; the detect suite, which reads
+# NORM_BWD_ISA itself, asserts it (active == sse, resp. no active path) and
+# its checks are added in.
 env_isa() {
     p=0 f=0
     if NORM_BWD_ISA=sse "$B/nbwd_tests" --isa auto --suite bounds 2>&1 | grep -q 'auto resolves to sse'; then
@@ -58,6 +80,18 @@ env_isa() {
     other=neon; case "$(uname -m)" in aarch64|arm64) other=avx2 ;; esac
     if NORM_BWD_ISA=$other "$B/nbwd_tests" --isa scalar --suite reference 2>&1 | grep -q 'auto resolves to auto'; then
         p=$((p + 1)); else f=$((f + 1)); echo "FAIL: NORM_BWD_ISA=$other (not runnable) still resolves"; fi
+    for want in "sse:active sse" "$other:active auto"; do
+        val=${want%%:*}
+        out=$(NORM_BWD_ISA=$val "$B/nbwd_tests" --isa scalar --suite detect 2>&1); rc=$?
+        echo "$out" | grep -E 'FAIL|^ +/|detect: NORM_BWD_ISA'
+        last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+        if [ -z "$last" ]; then
+            f=$((f + 1)); echo "FAIL: NORM_BWD_ISA=$val: the detect suite printed no result (exit $rc)"; continue
+        fi
+        p=$((p + ${last%% *})); f=$((f + $(echo "$last" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')))
+        if [ $rc -ne 0 ] || ! echo "$out" | grep -q "detect: NORM_BWD_ISA = $val, ${want#*:} "; then
+            f=$((f + 1)); echo "FAIL: NORM_BWD_ISA=$val: the detect suite failed (exit $rc) or did not report ${want#*:}"; fi
+    done
     echo "$p passed, $f failed"
     [ $f -eq 0 ]
 }
@@ -80,7 +114,7 @@ neon() {
     QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 neon" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon --quick "$@"
     QEMU_CPU=max run "aarch64 max neon openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa neon --quick "$@"
     QEMU_CPU=max run "aarch64 max neon_bf16" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon_bf16 --quick "$@"
-    QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 neon_bf16 (must skip)" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon_bf16 --quick
+    QEMU_CPU=cortex-a53 must_skip "aarch64 cortex-a53 neon_bf16 (must skip)" qemu-aarch64 "$B/nbwd_tests_a64" --isa neon_bf16 --quick
     QEMU_CPU=max run "aarch64 max sse-via-simde" qemu-aarch64 "$B/nbwd_tests_a64" --isa sse --quick
     QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 scalar openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa scalar --quick
 }
