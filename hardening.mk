@@ -8,8 +8,10 @@
 #   make test-valgrind      memcheck, --quick, scalar and avx2
 #   make fuzz               each libFuzzer target FUZZ_SECONDS (default 60) s
 #   make test-hardening     NaN policy, threads, nested OpenMP, overflow
-#                           statuses (native + emulated); HUGE=1 adds the
-#                           2^31 + 7 element LayerNorm (about 13 GB)
+#                           statuses (native + emulated avx2, avx512,
+#                           avx512_bf16, neon; AArch64 neon/neon_bf16 under
+#                           qemu when the cross tools are there); HUGE=1 adds
+#                           the 2^31 + 7 element LayerNorm (about 13 GB)
 BUILD        ?= build
 FUZZ_SECONDS ?= 60
 HUGE         ?= 0

@@ -12,7 +12,10 @@
 #   fuzz       each libFuzzer target for FUZZ_SECONDS over a copy of its seed
 #              corpus in tests/fuzz/corpus/<target>/.
 #   hardening  the hardening test, native and SIMDe-emulated (avx2, avx512,
-#              neon); HUGE=1 adds the 2^31 + 7 element LayerNorm.
+#              avx512_bf16, neon), and (with aarch64-linux-gnu-gcc and
+#              qemu-aarch64) cross-built for AArch64, nan and threads under
+#              qemu: neon and neon_bf16 on QEMU_CPU=max, neon on cortex-a53;
+#              HUGE=1 adds the 2^31 + 7 element LayerNorm.
 # Environment: BUILD (build), CC (cc), FUZZ_SECONDS (60), HUGE, SANITIZE_FULL.
 set -u
 cd "$(dirname "$0")/.."
@@ -83,6 +86,7 @@ run() { # label command...
 native_isas() { echo scalar sse avx2 avx512 avx512_bf16; }
 
 sanitize() {
+    need libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
     need clang 'command -v clang'
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a'
     need libomp-dev 'ls /usr/lib/llvm-*/lib/libomp.so'
@@ -159,8 +163,32 @@ hardening() {
     build hardening-emu "$D/test_hardening_emu" $CC -std=c99 -O2 $W -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE \
         -I. $HARD -lm -lpthread || return
     run "hardening native" "$D/test_hardening" $huge
-    for isa in avx2 avx512 neon; do
+    for isa in avx2 avx512 avx512_bf16 neon; do
         run "hardening emulated $isa" "$D/test_hardening_emu" --isa $isa --suite nan --suite threads --suite nested
+    done
+    hardening_a64
+}
+
+# The hardening test cross-built for AArch64 (native NEON, and BFCVTN where
+# HWCAP2 has BF16) and run under qemu-aarch64: nan and threads, --quick. Each
+# of these runs must really run its path: a skip counts as a failure
+# (QEMU_CPU=max has BF16, cortex-a53 has plain NEON).
+hardening_a64() {
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || ! command -v qemu-aarch64 >/dev/null 2>&1; then
+        echo "--- hardening aarch64: skipped (no aarch64-linux-gnu-gcc or qemu-aarch64; Debian packages gcc-aarch64-linux-gnu, qemu-user)"
+        return
+    fi
+    omp=; [ -e /usr/aarch64-linux-gnu/lib/libgomp.so.1 ] && omp=-fopenmp
+    build hardening-a64 "$D/test_hardening_a64" aarch64-linux-gnu-gcc -std=c99 -O2 $W $omp -I. $HARD -lm -lpthread || return
+    for cpu_isa in max:neon max:neon_bf16 cortex-a53:neon; do
+        cpu=${cpu_isa%%:*} isa=${cpu_isa#*:}
+        label="hardening aarch64 $cpu $isa${omp:+ openmp}"
+        QEMU_LD_PREFIX=/usr/aarch64-linux-gnu QEMU_CPU=$cpu \
+            run "$label" qemu-aarch64 "$D/test_hardening_a64" --isa $isa --quick --suite nan --suite threads
+        log="$LOG/$(echo "$label" | tr ' /=' '___').log"
+        if grep -q "^isa $isa skipped" "$log" || ! grep -q '^nan ' "$log"; then
+            echo "--- $label: FAILED: the $isa path did not run (log $log)"; FAIL=$((FAIL + 1))
+        fi
     done
 }
 
