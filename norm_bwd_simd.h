@@ -116,23 +116,80 @@ static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
     r = simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
     simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r)); /* exact: r fits int16 */
 }
-/* f16: SIMDe's F16C is the instruction only where the build has F16C;
-   elsewhere (plain x86-64, AArch64) its software conversion drops NaN
-   payloads, so the lanes go through this file's own exact conversions. */
+/* f16: F16C's instructions where the build has F16C (SIMDe then maps
+   simde_mm_cvtph_ps / cvtps_ph to them). Elsewhere (plain x86-64, AArch64)
+   SIMDe's software conversion drops NaN payloads, so this file converts 4
+   lanes at once with SSE2 integer operations instead, bit for bit the same as
+   nbwd__f16_to_f32 / nbwd__f32_to_f16 (quiet NaNs keep their payload, round
+   to nearest even). The floating-point steps are all exact or truncating, so
+   the results do not depend on the rounding mode or on FTZ/DAZ. */
 #if defined(SIMDE_X86_F16C_NATIVE)
 #define nbwd__sse_load_f16(p) simde_mm_cvtph_ps(simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p)))
 #define nbwd__sse_store_f16(p, v) \
     simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
 #else
+/* (m & a) | (~m & b) */
+static inline simde__m128i nbwd__sse_select(simde__m128i m, simde__m128i a, simde__m128i b) {
+    return simde_mm_or_si128(simde_mm_and_si128(m, a), simde_mm_andnot_si128(m, b));
+}
+/* f16 -> f32: the 4 halves in the low 16 bits of each 32-bit lane. */
+static inline simde__m128 nbwd__sse_f16_to_f32(simde__m128i h) {
+    simde__m128i em = simde_mm_and_si128(h, simde_mm_set1_epi32(0x7fff));
+    simde__m128i e = simde_mm_and_si128(h, simde_mm_set1_epi32(0x7c00));
+    simde__m128i sign = simde_mm_slli_epi32(simde_mm_and_si128(h, simde_mm_set1_epi32(0x8000)), 16);
+    simde__m128i infnan = simde_mm_cmpeq_epi32(e, simde_mm_set1_epi32(0x7c00));
+    simde__m128i nan = simde_mm_cmpgt_epi32(em, simde_mm_set1_epi32(0x7c00));
+    simde__m128i sub = simde_mm_cmpeq_epi32(e, simde_mm_setzero_si128()); /* zero or subnormal */
+    /* normal: rebias the exponent by 127 - 15; inf/NaN: by 255 - 31, and NaN quiet */
+    simde__m128i o = simde_mm_add_epi32(simde_mm_slli_epi32(em, 13), simde_mm_set1_epi32(112 << 23));
+    o = simde_mm_add_epi32(o, simde_mm_and_si128(infnan, simde_mm_set1_epi32(112 << 23)));
+    o = simde_mm_or_si128(o, simde_mm_and_si128(nan, simde_mm_set1_epi32(0x400000)));
+    /* zero/subnormal: man * 2^-24, exact (an integer below 2^10, scaled by a power of 2) */
+    o = nbwd__sse_select(sub,
+                         simde_mm_castps_si128(simde_mm_mul_ps(simde_mm_cvtepi32_ps(em), simde_mm_set1_ps(5.9604644775390625e-8f))),
+                         o);
+    return simde_mm_castsi128_ps(simde_mm_or_si128(o, sign));
+}
+/* f32 -> f16 (round to nearest even): the 4 results in the low 16 bits of
+   each 32-bit lane, the upper 16 bits copies of bit 15 (packs_epi32 keeps
+   them exact). */
+static inline simde__m128i nbwd__sse_f32_to_f16(simde__m128 v) {
+    simde__m128i u = simde_mm_castps_si128(v);
+    simde__m128i a = simde_mm_and_si128(u, simde_mm_set1_epi32(0x7fffffff));
+    simde__m128i sign = simde_mm_and_si128(simde_mm_srli_epi32(u, 16), simde_mm_set1_epi32(0x8000));
+    simde__m128i nan = simde_mm_cmpgt_epi32(a, simde_mm_set1_epi32(0x7f800000));
+    simde__m128i big = simde_mm_cmpgt_epi32(a, simde_mm_set1_epi32(0x477fefff)); /* >= 65520: inf (or NaN) */
+    simde__m128i sub = simde_mm_cmplt_epi32(a, simde_mm_set1_epi32(0x38800000)); /* below 2^-14 */
+    /* normal: rebias, then round at bit 13: + 0xfff + the kept lsb */
+    simde__m128i lsb = simde_mm_and_si128(simde_mm_srli_epi32(a, 13), simde_mm_set1_epi32(1));
+    simde__m128i r = simde_mm_srli_epi32(
+        simde_mm_add_epi32(simde_mm_add_epi32(a, simde_mm_set1_epi32(0xfff - (112 << 23))), lsb), 13);
+    /* below 2^-14: y = |x| * 2^25 (exact, < 2^11); t = trunc(y) holds the
+       result and one more bit; sticky: y had more bits. RNE: r = (t + ((lsb |
+       sticky) & 1)) >> 1. Other lanes go through as 0. */
+    simde__m128 y = simde_mm_mul_ps(simde_mm_castsi128_ps(simde_mm_and_si128(a, sub)), simde_mm_set1_ps(33554432.0f));
+    simde__m128i t = simde_mm_cvttps_epi32(y);
+    simde__m128i sticky = simde_mm_castps_si128(simde_mm_cmpneq_ps(y, simde_mm_cvtepi32_ps(t)));
+    simde__m128i rs = simde_mm_srli_epi32(
+        simde_mm_add_epi32(t, simde_mm_and_si128(simde_mm_or_si128(simde_mm_srli_epi32(t, 1), sticky),
+                                                 simde_mm_set1_epi32(1))), 1);
+    /* inf: 0x7c00; NaN: 0x7e00 | the top 10 payload bits */
+    simde__m128i special = simde_mm_or_si128(
+        simde_mm_set1_epi32(0x7c00),
+        simde_mm_and_si128(nan, simde_mm_or_si128(simde_mm_set1_epi32(0x200),
+                                                  simde_mm_and_si128(simde_mm_srli_epi32(a, 13), simde_mm_set1_epi32(0x3ff)))));
+    r = nbwd__sse_select(sub, rs, r);
+    r = nbwd__sse_select(big, special, r);
+    r = simde_mm_or_si128(r, sign);
+    return simde_mm_srai_epi32(simde_mm_slli_epi32(r, 16), 16);
+}
 static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
-    return simde_mm_setr_ps(nbwd__f16_to_f32(p[0]), nbwd__f16_to_f32(p[1]), nbwd__f16_to_f32(p[2]),
-                            nbwd__f16_to_f32(p[3]));
+    simde__m128i h = simde_mm_loadl_epi64((const simde__m128i *)(const void *)p);
+    return nbwd__sse_f16_to_f32(simde_mm_unpacklo_epi16(h, simde_mm_setzero_si128()));
 }
 static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
-    float f[4];
-    simde_mm_storeu_ps(f, v);
-    p[0] = nbwd__f32_to_f16(f[0]); p[1] = nbwd__f32_to_f16(f[1]);
-    p[2] = nbwd__f32_to_f16(f[2]); p[3] = nbwd__f32_to_f16(f[3]);
+    simde__m128i r = nbwd__sse_f32_to_f16(v);
+    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r));
 }
 #endif
 
