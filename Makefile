@@ -21,6 +21,8 @@ TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) $(HEADERS)
 # library's default threshold is 8 MiB), so both store paths are checked.
 TEST_DEFS = -DNORM_BWD_STREAM_BYTES=16384
 NEED     = tools/need.sh
+# the test binaries build side by side (each is one long compile)
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 AARCH64_CC = aarch64-linux-gnu-gcc
 
 .PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa install clean
@@ -67,8 +69,9 @@ $(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
 test: compile-deps
 	@if NEED_SKIPPING="the AArch64 (qemu) runs are skipped (they need: $(AARCH64_PKGS))" \
 	    $(MAKE) --no-print-directory -s aarch64-deps 2>/dev/null; then a64=1; else a64=0; fi; \
-	 $(MAKE) --no-print-directory $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu && \
-	 if [ $$a64 = 1 ]; then $(MAKE) --no-print-directory $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp; fi && \
+	 bins="$(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu"; \
+	 if [ $$a64 = 1 ]; then bins="$$bins $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp"; fi; \
+	 $(MAKE) --no-print-directory -j$(TEST_JOBS) $$bins && \
 	 BUILD=$(BUILD) CC=$(CC) AARCH64=$$a64 tools/run_tests.sh all
 
 test-quick: $(BUILD)/nbwd_tests

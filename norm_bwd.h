@@ -55,13 +55,16 @@
      desc: rank 1..NBWD_MAX_RANK, dims, begin_norm_axis in [-rank, rank-1]
      (default -1; normalizes over dims [axis, rank)), use_affine (default 1),
      epsilon (default 1e-5), stats_form, dtypes, flags, num_threads, isa, and
-     optional element strides per tensor.
+     optional element strides per tensor. Always start from desc_init: a
+     zeroed desc is not the defaults (axis 0, no affine, epsilon 0).
      args: inputs src | xhat, diff_dst, mean, variance | rstd | std, gamma,
      beta (accepted, never read); outputs diff_src, diff_gamma, diff_beta,
      each optional: a NULL output is not computed (Ascend output_mask).
      Shapes: src, xhat, diff_dst, diff_src: dims. mean, variance, rstd, std:
      the outer dims [0, axis) (trailing 1s implied). gamma, beta, diff_gamma,
-     diff_beta: the N = prod(dims[axis..rank)) normalized elements, dense.
+     diff_beta: dims[axis..rank) (N = their product), dense unless
+     gamma_strides, beta_strides, diff_gamma_strides, diff_beta_strides give
+     rank - axis strides each (entry k for dim axis + k).
      diff_gamma/diff_beta need use_affine (else NBWD_ERR_BAD_PARAM); gamma is
      needed (use_affine) only when diff_src is requested.
 
@@ -72,7 +75,9 @@
      layout NBWD_NXC (default: dims = [N, spatial..., C]) or NBWD_NCX
      (dims = [N, C, spatial...]); rank >= 2, any number of spatial dims.
      epsilon has no default: it must be > 0 and finite (MEAN_VARIANCE form).
-     mean, variance|rstd, gamma, diff_gamma, diff_beta: [C], dense.
+     mean, variance|rstd, gamma, diff_gamma, diff_beta: [C], dense unless
+     mean_strides, var_strides, gamma_strides, diff_gamma_strides or
+     diff_beta_strides give the stride between channels (one entry).
      gamma is optional (1 when absent). diff_gamma and diff_beta: both or
      neither (NBWD_ERR_BAD_PARAM otherwise); with neither, gamma is ignored,
      as the oneDNN specification says.
@@ -106,10 +111,11 @@
    STRIDES, ALIASING, ZERO SIZES
    ============================================================================
    Strides are in elements; a NULL stride array means dense row-major. Each
-   tensor may have any strides (also negative or zero for inputs) on its outer
-   dims; the normalized block (LayerNorm: dims [axis, rank); BatchNorm NCX: the
-   spatial dims; NXC: C) must be dense, else NBWD_ERR_BAD_STRIDES. Outputs
-   must not overlap themselves (NBWD_ERR_BAD_STRIDES).
+   data tensor may have any strides (also negative or zero for inputs) on its
+   outer dims; the normalized block (LayerNorm: dims [axis, rank); BatchNorm
+   NCX: the spatial dims; NXC: C) must be dense, else NBWD_ERR_BAD_STRIDES.
+   Statistics and parameter tensors may have any strides on all their dims.
+   Outputs must not overlap themselves (NBWD_ERR_BAD_STRIDES).
    diff_src may be the very same tensor as diff_dst, src or xhat (same pointer
    and strides: in-place backward). Any other overlap between an output and
    any other tensor is NBWD_ERR_BAD_ALIAS.
@@ -132,10 +138,13 @@
    parallel. num_threads = 0 takes omp_get_max_threads(); small problems and
    calls from inside a parallel region run on one thread. Without -fopenmp
    everything runs serially and the header is warning-free.
-   Every reduction is split into blocks whose size depends only on the shape,
-   and blocks are combined in a fixed (pairwise) order, so a given ISA path
-   returns bitwise identical results for any thread count. Different ISA paths
-   may differ in the last bits (vector-lane order of the sums, FMA use); all
+   Every reduction is split into blocks whose size depends only on the shape
+   (diff_gamma/diff_beta and BatchNorm NXC: blocks of
+   min(64, max(ceil(rows / 16), ceil(32768 / cols))) rows, more when the
+   partials, at most 512 blocks and 32 MiB, would not cover the rows;
+   BatchNorm NCX: 32768-element chunks of a channel), and blocks are combined
+   in a fixed (pairwise) order, so a given ISA path returns bitwise identical
+   results for any thread count. Different ISA paths may differ in the last bits (vector-lane order of the sums, FMA use); all
    stay within the tolerances the tests check against a float64 reference.
 
    ============================================================================

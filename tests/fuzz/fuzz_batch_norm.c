@@ -57,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
     int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK];
+    int64_t cst[T_N]; /* the [C] tensors' strides (T_MEAN .. T_STD share var_strides) */
     int64_t dims[NBWD_MAX_RANK], N = 0, C = 0, S = 1, total = 1, nz = 1;
     int rank, i, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok = 0, nxc = 1;
     int mode[T_N], want[T_N], ws_mode, args_null, special, injected = 0, isa_runnable, bfrom = 0, bto = 0;
@@ -116,6 +117,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                          !dense_block(dims, d.diff_src_strides, bfrom, bto)))
         REJECT(7);
     if (d.src_strides || d.diff_dst_strides || d.diff_src_strides) natural = 0;
+    /* the [C] tensors: NULL (dense), a padded or negative stride, or anything */
+    for (i = 0; i < T_N; ++i) cst[i] = 1;
+    {
+        static const int ct[5] = {T_MEAN, T_VAR, T_GAMMA, T_DG, T_DB};
+        const int64_t **slot[5];
+        int k;
+        slot[0] = &d.mean_strides; slot[1] = &d.var_strides; slot[2] = &d.gamma_strides;
+        slot[3] = &d.diff_gamma_strides; slot[4] = &d.diff_beta_strides;
+        for (k = 0; k < 5; ++k) {
+            uint8_t m = fz_u8(&rd);
+            if (m < 160) continue;
+            cst[ct[k]] = m < 208 ? ((m & 1) ? -1 : 1) * (int64_t)(1 + m % 3) : fz_stride(&rd, 1);
+            *slot[k] = &cst[ct[k]];
+            natural = 0;
+        }
+        cst[T_RSTD] = cst[T_STD] = cst[T_VAR];
+    }
 
     for (i = 0; i < T_N; ++i) {
         uint8_t m = fz_u8(&rd);
@@ -174,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 t->rank = rank;
                 for (k = 0; k < rank; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : ddx[k]; }
             } else {
-                t->rank = 1; t->dims[0] = C; t->st[0] = 1;
+                t->rank = 1; t->dims[0] = C; t->st[0] = cst[i];
             }
             t->count = 1;
             for (k = 0; k < t->rank; ++k)
@@ -289,10 +307,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
             const unsigned char *xb = M > 0 ? fz_snap_base(&w, xi) : NULL, *yb = M > 0 ? fz_snap_base(&w, T_DY) : NULL;
             double mean = 0, rstd, sdy = 0, sdyx = 0, ady = 0, adyx = 0, gm = 1.0, prev;
-            double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, c);
-            if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, c);
+            double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, c * cst[sp]);
+            if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, c * cst[T_MEAN]);
             rstd = form == 0 ? (double)(float)(1.0 / sqrt(spread + (double)d.epsilon)) : form == 1 ? spread : 1.0 / spread;
-            if (with_params && w.t[T_GAMMA].present) gm = fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, c);
+            if (with_params && w.t[T_GAMMA].present) gm = fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, c * cst[T_GAMMA]);
             /* element e of channel c: batch n = e / S, spatial s = e % S */
 #define LIN(e_) (nxc ? (((e_) / S) * S + (e_) % S) * C + c : (((e_) / S) * C + c) * S + (e_) % S)
             for (e = 0; e < M; ++e) {
@@ -321,12 +339,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (with_params) {
                 int acc = (d.flags & 1u) != 0;
                 double tolc = ldexp(1.0, -24) * (16.0 + 2.0 * (double)M), got;
-                prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, c) : 0.0;
-                got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, c);
+                prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, c * cst[T_DG]) : 0.0;
+                got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, c * cst[T_DG]);
                 if (adyx < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + sdyx, tolc * adyx + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("batch_norm dgamma[%lld]: got %.9g, want %.9g", (long long)c, got, prev + sdyx);
-                prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, c) : 0.0;
-                got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, c);
+                prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, c * cst[T_DB]) : 0.0;
+                got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, c * cst[T_DB]);
                 if (ady < 1e35 && !fz_close(w.t[T_DB].dt, got, prev + sdy, tolc * ady + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("batch_norm dbeta[%lld]: got %.9g, want %.9g", (long long)c, got, prev + sdy);
             }

@@ -53,6 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nbwd_layer_norm_bwd_desc d;
     nbwd_layer_norm_bwd_args a;
     int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK], sm[NBWD_MAX_RANK], sv[NBWD_MAX_RANK];
+    int64_t sp_g[NBWD_MAX_RANK], sp_b[NBWD_MAX_RANK], sp_dg[NBWD_MAX_RANK], sp_db[NBWD_MAX_RANK];
+    int nn; /* the parameter tensors' rank: dims [axis, rank) */
     int64_t dims[NBWD_MAX_RANK], raw_axis, rows = 1, n = 1, total = 1, nz = 1;
     int rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
     int mode[T_N], want[T_N], ws_mode, args_null, bytes_null, special, injected = 0, isa_runnable;
@@ -120,11 +122,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     d.diff_src_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdx, &arbitrary);
     d.mean_strides = fz_strides(&rd, axis, dims, axis, sm, &arbitrary);
     d.var_strides = fz_strides(&rd, axis, dims, axis, sv, &arbitrary);
+    /* parameters: every dim may be strided (padded, negative or arbitrary) */
+    nn = rank >= 1 && rank <= NBWD_MAX_RANK ? rank - axis : 0;
+    d.gamma_strides = fz_strides(&rd, nn, dims + axis, nn, sp_g, &arbitrary);
+    d.beta_strides = fz_strides(&rd, nn, dims + axis, nn, sp_b, &arbitrary);
+    d.diff_gamma_strides = fz_strides(&rd, nn, dims + axis, nn, sp_dg, &arbitrary);
+    d.diff_beta_strides = fz_strides(&rd, nn, dims + axis, nn, sp_db, &arbitrary);
     if (!must_reject && (!dense_block(rank, dims, d.src_strides, axis) ||
                          !dense_block(rank, dims, d.diff_dst_strides, axis) ||
                          !dense_block(rank, dims, d.diff_src_strides, axis)))
         REJECT(8);
-    if (d.src_strides || d.diff_dst_strides || d.diff_src_strides || d.mean_strides || d.var_strides) natural = 0;
+    if (d.src_strides || d.diff_dst_strides || d.diff_src_strides || d.mean_strides || d.var_strides ||
+        d.gamma_strides || d.beta_strides || d.diff_gamma_strides || d.diff_beta_strides)
+        natural = 0;
 
     /* ---- pointers: natural (what the form needs), forced NULL, forced
        present, or an alias of another tensor */
@@ -174,14 +184,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     w.nt = T_N;
     /* ---- tensor geometry */
     if (!must_reject) {
-        int64_t ddx[NBWD_MAX_RANK], dst[NBWD_MAX_RANK];
+        int64_t ddx[NBWD_MAX_RANK], dst[NBWD_MAX_RANK], dpar[NBWD_MAX_RANK];
         fz_dense(rank, dims, ddx);
         fz_dense(axis, dims, dst);
+        fz_dense(nn, dims + axis, dpar);
         for (i = 0; i < T_N; ++i) {
             fz_tensor *t = &w.t[i];
             const int64_t *st = i == T_SRC || i == T_XHAT ? d.src_strides : i == T_DY ? d.diff_dst_strides
                                 : i == T_DX ? d.diff_src_strides : i == T_MEAN ? d.mean_strides
-                                : i == T_VAR || i == T_RSTD || i == T_STD ? d.var_strides : NULL;
+                                : i == T_VAR || i == T_RSTD || i == T_STD ? d.var_strides
+                                : i == T_GAMMA ? d.gamma_strides : i == T_BETA ? d.beta_strides
+                                : i == T_DG ? d.diff_gamma_strides : d.diff_beta_strides;
             int k;
             t->present = want[i];
             t->is_output = i >= T_DX;
@@ -193,9 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 t->rank = axis;
                 for (k = 0; k < axis; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : dst[k]; }
             } else {
-                t->rank = 1;
-                t->dims[0] = n;
-                t->st[0] = 1;
+                t->rank = nn;
+                for (k = 0; k < nn; ++k) { t->dims[k] = dims[axis + k]; t->st[k] = st ? st[k] : dpar[k]; }
             }
             t->count = 1;
             for (k = 0; k < t->rank; ++k)
@@ -318,6 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int xi = form == 2 ? T_XHAT : T_SRC;
         int64_t r, j;
         double *dgr, *dbr, *dga, *dba;
+#define PAR_OFF(ti, j) fz_offset(nn, dims + axis, w.t[ti].st, j) /* element j of a parameter tensor */
         memset(allowed, 0, sizeof allowed);
         allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
         allowed[T_DX][T_DY] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DY]);
@@ -341,7 +354,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                 double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
                 double xh = form == 2 ? xv : (xv - mean) * rstd;
-                double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, j) : 1.0;
+                double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) : 1.0;
                 sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                 dgr[j] += yv * xh; dga[j] += fabs(yv * xh);
                 dbr[j] += yv; dba[j] += fabs(yv);
@@ -351,7 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                     double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
                     double xh = form == 2 ? xv : (xv - mean) * rstd;
-                    double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, j) : 1.0;
+                    double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) : 1.0;
                     double gv = yv * gm, want_v = rstd * (gv - sg / (double)n - xh * sgx / (double)n);
                     double s1 = fabs(rstd) * (fabs(gv) + fabs(sg / (double)n) + fabs(xh) * fabs(sgx / (double)n));
                     double s2 = fabs(rstd) * (ag / (double)n + fabs(xh) * agx / (double)n);
@@ -368,19 +381,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int acc = (d.flags & 1u) != 0;
             double tolc = ldexp(1.0, -24) * (16.0 + 2.0 * (double)rows);
             if (w.t[T_DG].present) {
-                double prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, j) : 0.0;
-                double got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, j);
+                double prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, PAR_OFF(T_DG, j)) : 0.0;
+                double got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, PAR_OFF(T_DG, j));
                 if (dga[j] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[j], tolc * dga[j] + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("layer_norm dgamma[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dgr[j]);
             }
             if (w.t[T_DB].present) {
-                double prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, j) : 0.0;
-                double got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, j);
+                double prev = acc ? fz_load(fz_snap_base(&w, T_DB), w.t[T_DB].dt, PAR_OFF(T_DB, j)) : 0.0;
+                double got = fz_load(w.t[T_DB].base, w.t[T_DB].dt, PAR_OFF(T_DB, j));
                 if (dba[j] < 1e35 && !fz_close(w.t[T_DB].dt, got, prev + dbr[j], tolc * dba[j] + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("layer_norm dbeta[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dbr[j]);
             }
         }
         free(dgr); free(dbr); free(dga); free(dba);
+#undef PAR_OFF
     }
     free(ws_alloc);
     fz_world_free(&w);
