@@ -2,9 +2,10 @@
 # (issue 6); included by the Makefile. Everything is driven by
 # tools/sanitize.sh, which builds into $(BUILD)/hardening and $(BUILD)/fuzz
 # and ends with one "N passed, N failed" line.
-#   make test-sanitize      ASan+UBSan (gcc, clang) main suite + hardening test,
-#                           TSan (clang, no OpenMP) threads; SANITIZE_FULL=1:
-#                           main suite without --quick
+#   make test-sanitize      ASan+UBSan (gcc, clang) main suite + hardening test
+#                           (the SIMDe-emulated layers under clang only), TSan
+#                           (clang, no OpenMP) threads; SANITIZE_FULL=1: clang's
+#                           main suite without --quick too
 #   make test-valgrind      memcheck, --quick, scalar and avx2
 #   make fuzz               each libFuzzer target FUZZ_SECONDS (default 60) s
 #   make test-hardening     NaN policy, threads, nested OpenMP, overflow
