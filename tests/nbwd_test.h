@@ -144,7 +144,9 @@ void t_padded_strides(int rank, const int64_t *dims, int dense_from, int64_t pad
      when the partial sums grow linearly (biased terms). 4 sqrt(n) leaves a
      wide margin and still catches any 16-bit accumulation (2^-8 relative).
    Measured: the largest |error| / bound over the whole suite is about 0.15
-   (f32 outputs) on the scalar, sse, avx2 paths and the emulated avx512/neon.
+   (f32 outputs) on every path: scalar, sse, avx2, avx512 and avx512_bf16
+   (natively on a Zen 4), the emulated avx512/avx512_bf16/neon, and neon,
+   neon_bf16 and sse under qemu-aarch64 (--quick there: 0.14).
    diff_gamma / diff_beta, per column j over R rows (or a BatchNorm channel's
    N * spatial elements):
        |got - ref| <= u * T_PG_C(R) * sum_rows |dy * xhat|   (resp. |dy|)
