@@ -52,9 +52,10 @@
        const char *nbwd_gpu_last_error(void)
    desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
    operation, statistics form, dtype combination, optional output, stride,
-   layout and flag of the CPU API, except strided parameter tensors (the
-   *gamma/*beta strides of either desc) and BatchNorm's [C] statistics
-   strides: those give NBWD_ERR_UNSUPPORTED on the GPU. All tensor pointers in args, and the
+   layout and flag of the CPU API, except strided parameter tensors
+   (gamma_strides, diff_gamma_strides, diff_beta_strides of either desc)
+   and BatchNorm's [C] statistics strides: those give NBWD_ERR_UNSUPPORTED
+   on the GPU. All tensor pointers in args, and the
    workspace, are DEVICE pointers; desc (and its stride arrays) live in host
    memory. stream is a cudaStream_t passed as void * (NULL: the default
    stream). desc->num_threads and desc->isa are validated as on the CPU and
