@@ -2082,6 +2082,9 @@ NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void 
    to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
    bits are the same as on the general path. */
 #define NBWD__NARROW_VECS 4
+#ifndef NBWD__SWEEP_VECS
+#define NBWD__SWEEP_VECS 4 /* columns per sweep chunk, in vectors (at most 4) */
+#endif
 #define NBWD__EACH_VEC(v, ...)                                                         \
     do {                                                                               \
         { const int v = 0; __VA_ARGS__ }                                               \
@@ -2167,6 +2170,96 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const floa
                     NBWD__KN(nbwd__ln_narrow_bf16)(r, gamma, col_dg, col_db));
 }
 
+/* Rows with column sums and dx, a sub-block at a time: the rows' sums are
+   reduced as the sub-block streams in from memory, then the sub-block, now
+   in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of columns at a time:
+   dx is written and the chunk's diff_gamma/diff_beta sums stay in registers
+   down the rows. (A load and a store of the partials for every row and
+   vector cost about a fifth of the time, partly through 4K aliasing with the
+   rows; carrying the next sub-block's reduction along inside the sweep, to
+   overlap reads and writes, measured slower.) Each column adds its rows in
+   order and each row's sums are reduce_row's: the same bits as a row at a
+   time. */
+#ifndef NBWD__SWEEP_BYTES
+#define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
+#endif
+#define NBWD__EACH_VEC(v, ...)                                                                              \
+    do {                                                                                                    \
+        { const int v = 0; __VA_ARGS__ }                                                                    \
+        if (nv > 1) { const int v = 1; __VA_ARGS__ }                                                        \
+        if (nv > 2) { const int v = 2; __VA_ARGS__ }                                                        \
+        if (nv > 3) { const int v = 3; __VA_ARGS__ }                                                        \
+    } while (0)
+/* nv vectors at column j over rows [r0, r1); part: the last one is partial
+   (mask m); stream: dx non-temporal where the row's chunk is whole lines. */
+NBWD__KFN void NBWD__KN(nbwd__sweep_cols)(const nbwd__rows *r, int64_t r0, int64_t r1, int64_t j, int dt,
+                                          const float *gamma, float *col_dg, float *col_db, const float *mg,
+                                          const float *mgx, const int nv, int part, NBWD__VMASK m, int stream) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    NBWD__VF gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
+    NBWD__EACH_VEC(v, {
+        int pv = part && v == nv - 1;
+        gam[v] = gamma ? NBWD__LDF(gamma + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        cdg[v] = col_dg ? NBWD__LDF(col_dg + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        cdb[v] = col_db ? NBWD__LDF(col_db + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
+    });
+    for (i = r0; i < r1; ++i) {
+        const char *x = r->x + (r->x_off[i] + j) * esz, *dy = r->dy + (r->dy_off[i] + j) * esz;
+        char *dx = r->dx + (r->dx_off[i] + j) * esz;
+        NBWD__VF vxm = NBWD__VSET1(r->xm[i]), vxs = NBWD__VSET1(r->xs[i]), vmg = NBWD__VSET1(mg[i]);
+        NBWD__VF vmgx = NBWD__VSET1(mgx[i]), vscale = NBWD__VSET1(r->rstd[i]);
+        int nt = stream && (uintptr_t)dx % 64 == 0;
+        NBWD__EACH_VEC(v, {
+            int pv = part && v == nv - 1;
+            NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
+            NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm), vxs);
+            NBWD__VF g = gamma ? NBWD__VMUL(vdy, gam[v]) : vdy;
+            NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale);
+            if (pv) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
+            else if (nt) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
+            else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
+            if (col_dg) cdg[v] = NBWD__VFMA(vdy, xh, cdg[v]);
+            if (col_db) cdb[v] = NBWD__VADD(vdy, cdb[v]);
+        });
+    }
+    NBWD__EACH_VEC(v, {
+        int pv = part && v == nv - 1;
+        if (col_dg) NBWD__STF(col_dg + j + v * NBWD__VW, pv, m, cdg[v]);
+        if (col_db) NBWD__STF(col_db + j + v * NBWD__VW, pv, m, cdb[v]);
+    });
+}
+#undef NBWD__EACH_VEC
+NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                        float *col_db) {
+    int64_t n = r->n, esz = (int64_t)nbwd__esize(dt), i, j, r0, r1, subs;
+    int64_t sub = NBWD__SWEEP_BYTES / (2 * n * esz), chunk = NBWD__SWEEP_VECS * NBWD__VW;
+    float mg[NBWD__ROW_BATCH], mgx[NBWD__ROW_BATCH], sums[2], inv_n = 1.0f / (float)n;
+    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+    /* whole chunks stream when they are whole lines (rows aligned to 64) */
+    int stream = r->stream && NBWD__KSTREAM && (chunk * esz) % 64 == 0;
+    if (sub < 1) sub = 1;
+    subs = (r->count + sub - 1) / sub; /* sub-blocks of equal size */
+    sub = (r->count + subs - 1) / subs;
+    for (r0 = 0; r0 < r->count; r0 = r1) {
+        r1 = r0 + sub < r->count ? r0 + sub : r->count;
+        for (i = r0; i < r1; ++i) {
+            NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
+                                       r->xs[i], gamma, NULL, NULL, sums);
+            mg[i] = sums[0] * inv_n;
+            mgx[i] = sums[1] * inv_n;
+        }
+        for (j = 0; j + chunk <= n; j += chunk)
+            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, NBWD__SWEEP_VECS, 0,
+                                       none, stream);
+        for (; j + NBWD__VW <= n; j += NBWD__VW)
+            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, 1, 0, none, 0);
+        if (j < n)
+            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, 1, 1,
+                                       NBWD__VMASK_FIRST(n - j), 0);
+    }
+    if (stream) NBWD__VSFENCE();
+}
+
 /* A batch of LayerNorm rows. With dx, the rows are software-pipelined: row
    i's sums are reduced in the same loop that writes row i-1's dx. */
 NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
@@ -2176,6 +2269,10 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
     NBWD__KN(nbwd__vset) s;
     if (n <= NBWD__NARROW_VECS * NBWD__VW) {
         NBWD__KN(nbwd__ln_narrow)(r, dt, gamma, col_dg, col_db);
+        return;
+    }
+    if (r->dx && (col_dg || col_db)) {
+        NBWD__KN(nbwd__ln_sweep)(r, dt, gamma, col_dg, col_db);
         return;
     }
     if (!r->dx) {

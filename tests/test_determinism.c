@@ -182,6 +182,65 @@ static void concurrent_calls(void) {
 }
 #endif
 
+/* Which outputs a call asks for picks the kernel (with column sums, rows go
+   through the L2 sweep; dx alone, the row-pipelined loop; sums alone, a
+   reduction): every choice must give the same bits for the same output. */
+static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t seed) {
+    int64_t dims[2], i;
+    t_buf x, dy, m, v, g, dx[2], dg[3], db[3];
+    nbwd_layer_norm_bwd_desc d;
+    nbwd_layer_norm_bwd_args a;
+    t_rng rng;
+    int t;
+    dims[0] = rows;
+    dims[1] = n;
+    t_case("outputs agree LN %lldx%lld dt=%s isa=%s", (long long)rows, (long long)n, t_dtype_name(dt),
+           nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, seed);
+    t_buf_alloc(&x, 2, dims, NULL, dt);
+    t_buf_alloc(&dy, 2, dims, NULL, dt);
+    t_buf_alloc(&m, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&v, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&g, 1, &n, NULL, NBWD_F32);
+    for (t = 0; t < 3; ++t) {
+        if (t < 2) t_buf_alloc(&dx[t], 2, dims, NULL, dt);
+        t_buf_alloc(&dg[t], 1, &n, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &n, NULL, NBWD_F32);
+    }
+    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
+    t_buf_fill_normal(&g, &rng, 1.0, 0.5);
+    for (i = 0; i < rows; ++i) {
+        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&v, i, 4.0 * (1.0 + 0.1 * t_rng_uniform(&rng, 0.0, 1.0)));
+    }
+    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    d.data_dtype = dt;
+    d.isa = g_test_isa;
+    memset(&a, 0, sizeof a);
+    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+    /* all three; dx alone; diff_gamma and diff_beta alone; dx with diff_gamma only */
+    a.diff_src = dx[0].base; a.diff_gamma = dg[0].base; a.diff_beta = db[0].base;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    a.diff_src = dx[1].base; a.diff_gamma = NULL; a.diff_beta = NULL;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src alone differs from diff_src with the parameter gradients");
+    a.diff_src = NULL; a.diff_gamma = dg[1].base; a.diff_beta = db[1].base;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    CHECK(same_bytes(&dg[0], &dg[1]), "diff_gamma without diff_src differs");
+    CHECK(same_bytes(&db[0], &db[1]), "diff_beta without diff_src differs");
+    a.diff_src = dx[1].base; a.diff_gamma = dg[2].base; a.diff_beta = NULL;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with diff_gamma only differs");
+    CHECK(same_bytes(&dg[0], &dg[2]), "diff_gamma with diff_src but no diff_beta differs");
+    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    for (t = 0; t < 3; ++t) {
+        if (t < 2) t_buf_free(&dx[t]);
+        t_buf_free(&dg[t]);
+        t_buf_free(&db[t]);
+    }
+}
+
 void test_determinism(void) {
 #if defined(_OPENMP)
     concurrent_calls();
@@ -194,6 +253,10 @@ void test_determinism(void) {
         ln_det(37, 4097, k_dts[k], 0, ++seed);  /* 10 blocks of 4 rows */
         ln_det(3, 70001, k_dts[k], k == 0, ++seed); /* a block per row: few long rows still thread */
         ln_det(3000, 7, k_dts[k], 1, ++seed);
+        /* several L2 sub-blocks per batch of rows; tails of whole and partial vectors */
+        ln_outputs_agree(200, 1000, k_dts[k], ++seed);
+        ln_outputs_agree(70, 4097, k_dts[k], ++seed);
+        ln_outputs_agree(150, 200, k_dts[k], ++seed);
     }
     for (k = 0; k < 3; ++k) {
         static const int64_t ncx_small_c[4] = {64, 2, 48, 48};    /* C = 2 < threads; 295k elements */
