@@ -144,8 +144,11 @@
    partials, at most 512 blocks and 32 MiB, would not cover the rows;
    BatchNorm NCX: 32768-element chunks of a channel), and blocks are combined
    in a fixed (pairwise) order, so a given ISA path returns bitwise identical
-   results for any thread count. Different ISA paths may differ in the last bits (vector-lane order of the sums, FMA use); all
-   stay within the tolerances the tests check against a float64 reference.
+   results for any thread count, and which outputs a call asks for never
+   changes the bits of the others (diff_src alone equals diff_src with the
+   parameter gradients). Different ISA paths may differ in the last bits
+   (vector-lane order of the sums, FMA use); all stay within the tolerances
+   the tests check against a float64 reference.
 
    ============================================================================
    MEMORY
@@ -566,7 +569,10 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
                Any of sums, col_dg, col_db may be NULL.
    row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)); stream: with
                non-temporal stores where the ISA has them.
-   ln_rows:    row_reduce then row_apply for a batch of LayerNorm rows.
+   ln_rows:    a batch of LayerNorm rows: the sums and dx of each row, and
+               the column partials (large f32 tensors with both, on
+               16-lane paths: reduced a sub-block at a time, then swept a
+               chunk of columns at a time in L2).
    bn_rows:    a batch of BatchNorm NXC rows: per-column xm, xs, mean_g,
                mean_gx, scale; column sums, or dx.
    add:        dst += src (the pairwise combination of block partials). */
@@ -2170,7 +2176,10 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const floa
                     NBWD__KN(nbwd__ln_narrow_bf16)(r, gamma, col_dg, col_db));
 }
 
-/* f32 rows with column sums and dx, a sub-block at a time: the rows' sums are
+/* Large f32 tensors on 16-lane vectors (elsewhere it measured slower: in
+   cache, where the partials are cheap; on 4- and 8-lane vectors; with
+   16-bit data): rows with column sums and dx go a sub-block at a time. The
+   rows' sums are
    reduced as the sub-block streams in from memory, then the sub-block, now
    in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of columns at a time:
    dx is written and the chunk's diff_gamma/diff_beta sums stay in registers
@@ -2271,7 +2280,8 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
         NBWD__KN(nbwd__ln_narrow)(r, dt, gamma, col_dg, col_db);
         return;
     }
-    if (dt == NBWD_F32 && r->dx && (col_dg || col_db)) { /* 16-bit data: measured no faster */
+    /* where measured faster: f32 on 16-lane vectors, tensors out of cache */
+    if (NBWD__VW >= 16 && dt == NBWD_F32 && r->stream && r->dx && (col_dg || col_db)) {
         NBWD__KN(nbwd__ln_sweep)(r, dt, gamma, col_dg, col_db);
         return;
     }
