@@ -2088,9 +2088,7 @@ NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void 
    to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
    bits are the same as on the general path. */
 #define NBWD__NARROW_VECS 4
-#ifndef NBWD__SWEEP_VECS
 #define NBWD__SWEEP_VECS 4 /* columns per sweep chunk, in vectors (at most 4) */
-#endif
 #define NBWD__EACH_VEC(v, ...)                                                         \
     do {                                                                               \
         { const int v = 0; __VA_ARGS__ }                                               \
@@ -2179,19 +2177,16 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const floa
 /* Large f32 tensors on 16-lane vectors (elsewhere it measured slower: in
    cache, where the partials are cheap; on 4- and 8-lane vectors; with
    16-bit data): rows with column sums and dx go a sub-block at a time. The
-   rows' sums are
-   reduced as the sub-block streams in from memory, then the sub-block, now
-   in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of columns at a time:
-   dx is written and the chunk's diff_gamma/diff_beta sums stay in registers
-   down the rows. (A load and a store of the partials for every row and
+   rows' sums are reduced as the sub-block streams in from memory, then the
+   sub-block, now in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of
+   columns at a time: dx is written and the chunk's diff_gamma/diff_beta sums
+   stay in registers down the rows. (A load and a store of the partials for every row and
    vector cost about a fifth of the time, partly through 4K aliasing with the
    rows; carrying the next sub-block's reduction along inside the sweep, to
    overlap reads and writes, measured slower.) Each column adds its rows in
    order and each row's sums are reduce_row's: the same bits as a row at a
    time. */
-#ifndef NBWD__SWEEP_BYTES
 #define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
-#endif
 #define NBWD__EACH_VEC(v, ...)                                                                              \
     do {                                                                                                    \
         { const int v = 0; __VA_ARGS__ }                                                                    \
