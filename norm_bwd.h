@@ -2088,7 +2088,7 @@ NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void 
    to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
    bits are the same as on the general path. */
 #define NBWD__NARROW_VECS 4
-#define NBWD__SWEEP_VECS 4 /* columns per sweep chunk, in vectors (at most 4) */
+/* the body once per vector v < nv (at most 4; the narrow rows and the sweep) */
 #define NBWD__EACH_VEC(v, ...)                                                         \
     do {                                                                               \
         { const int v = 0; __VA_ARGS__ }                                               \
@@ -2151,7 +2151,6 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const
     });
     if (r->dx && r->stream) NBWD__VSFENCE();
 }
-#undef NBWD__EACH_VEC
 /* nv as a constant; each dtype in a function of its own (see ln_rows) */
 #define NBWD__NARROW_DT(DT, NAME)                                                                              \
     NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(NAME)(const nbwd__rows *r, const float *gamma, float *col_dg,   \
@@ -2187,13 +2186,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const floa
    order and each row's sums are reduce_row's: the same bits as a row at a
    time. */
 #define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
-#define NBWD__EACH_VEC(v, ...)                                                                              \
-    do {                                                                                                    \
-        { const int v = 0; __VA_ARGS__ }                                                                    \
-        if (nv > 1) { const int v = 1; __VA_ARGS__ }                                                        \
-        if (nv > 2) { const int v = 2; __VA_ARGS__ }                                                        \
-        if (nv > 3) { const int v = 3; __VA_ARGS__ }                                                        \
-    } while (0)
+#define NBWD__SWEEP_VECS 4 /* columns per sweep chunk, in vectors (EACH_VEC: at most 4) */
 /* nv vectors at column j over rows [r0, r1); part: the last one is partial
    (mask m); stream: dx non-temporal where the row's chunk is whole lines. */
 NBWD__KFN void NBWD__KN(nbwd__sweep_cols)(const nbwd__rows *r, int64_t r0, int64_t r1, int64_t j, int dt,
