@@ -15,43 +15,60 @@ static int same_bytes(const t_buf *a, const t_buf *b) {
     return a->alloc_bytes == b->alloc_bytes && memcmp(a->alloc, b->alloc, a->alloc_bytes) == 0;
 }
 
-static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint64_t seed) {
-    int64_t dims[2], i;
-    t_buf x, dy, m, v, g, dx[2], dg[2], db[2];
+/* LayerNorm rows x n inputs (x, dy, mean, variance, gamma of dtype pdt),
+   random from seed, and a descriptor and args that point at them. */
+typedef struct ln_inputs {
+    t_buf x, dy, m, v, g;
     nbwd_layer_norm_bwd_desc d;
     nbwd_layer_norm_bwd_args a;
+} ln_inputs;
+static void ln_inputs_make(ln_inputs *in, int64_t rows, int64_t n, nbwd_dtype dt, nbwd_dtype pdt, uint64_t seed) {
+    int64_t dims[2], i;
     t_rng rng;
+    dims[0] = rows;
+    dims[1] = n;
+    t_rng_seed(&rng, seed);
+    t_buf_alloc(&in->x, 2, dims, NULL, dt);
+    t_buf_alloc(&in->dy, 2, dims, NULL, dt);
+    t_buf_alloc(&in->m, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&in->v, 1, &rows, NULL, NBWD_F32);
+    t_buf_alloc(&in->g, 1, &n, NULL, pdt);
+    t_buf_fill_normal(&in->x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&in->dy, &rng, 0.0, 1.0);
+    t_buf_fill_normal(&in->g, &rng, 1.0, 0.5);
+    for (i = 0; i < rows; ++i) {
+        t_buf_set(&in->m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&in->v, i, 4.0 * (1.0 + 0.1 * t_rng_uniform(&rng, 0.0, 1.0)));
+    }
+    nbwd_layer_norm_bwd_desc_init(&in->d, 2, dims);
+    in->d.data_dtype = dt;
+    in->d.param_dtype = pdt;
+    in->d.isa = g_test_isa;
+    memset(&in->a, 0, sizeof in->a);
+    in->a.src = in->x.base; in->a.diff_dst = in->dy.base; in->a.mean = in->m.base; in->a.variance = in->v.base;
+    in->a.gamma = in->g.base;
+}
+static void ln_inputs_free(ln_inputs *in) {
+    t_buf_free(&in->x); t_buf_free(&in->dy); t_buf_free(&in->m); t_buf_free(&in->v); t_buf_free(&in->g);
+}
+
+static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint64_t seed) {
+    int64_t dims[2], i;
+    t_buf dx[2], dg[2], db[2];
+    ln_inputs in;
     int t;
     nbwd_dtype pdt = dt == NBWD_F32 ? NBWD_F32 : dt; /* 16-bit params: accumulation rounding visible */
     dims[0] = rows;
     dims[1] = n;
     t_case("determinism LN %lldx%lld dt=%s acc=%d isa=%s", (long long)rows, (long long)n, t_dtype_name(dt), accumulate,
            nbwd_isa_name(g_test_isa));
-    t_rng_seed(&rng, seed);
-    t_buf_alloc(&x, 2, dims, NULL, dt);
-    t_buf_alloc(&dy, 2, dims, NULL, dt);
-    t_buf_alloc(&m, 1, &rows, NULL, NBWD_F32);
-    t_buf_alloc(&v, 1, &rows, NULL, NBWD_F32);
-    t_buf_alloc(&g, 1, &n, NULL, pdt);
+    ln_inputs_make(&in, rows, n, dt, pdt, seed);
     for (t = 0; t < 2; ++t) {
         t_buf_alloc(&dx[t], 2, dims, NULL, dt);
         t_buf_alloc(&dg[t], 1, &n, NULL, pdt);
         t_buf_alloc(&db[t], 1, &n, NULL, pdt);
     }
-    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
-    t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
-    t_buf_fill_normal(&g, &rng, 1.0, 0.5);
-    for (i = 0; i < rows; ++i) {
-        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
-        t_buf_set(&v, i, 4.0 * (1.0 + 0.1 * t_rng_uniform(&rng, 0.0, 1.0)));
-    }
-    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
-    d.data_dtype = dt;
-    d.param_dtype = pdt;
-    d.isa = g_test_isa;
-    d.flags = accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
-    memset(&a, 0, sizeof a);
-    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
+    in.d.flags = accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
     for (t = 0; t < N_THREADS; ++t) {
         int k = t == 0 ? 0 : 1;
         nbwd_status s;
@@ -63,9 +80,9 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
                 t_buf_set(&db[k], i, -0.002 * (double)(i % 7));
             }
         }
-        d.num_threads = k_threads[t];
-        a.diff_src = dx[k].base; a.diff_gamma = dg[k].base; a.diff_beta = db[k].base;
-        s = nbwd_layer_norm_bwd(&d, &a, NULL, 0);
+        in.d.num_threads = k_threads[t];
+        in.a.diff_src = dx[k].base; in.a.diff_gamma = dg[k].base; in.a.diff_beta = db[k].base;
+        s = nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0);
         CHECK_STATUS(s, NBWD_OK);
         if (t > 0) {
             CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
@@ -73,7 +90,7 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
             CHECK(same_bytes(&db[0], &db[1]), "diff_beta with %d threads differs from 1 thread", k_threads[t]);
         }
     }
-    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    ln_inputs_free(&in);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
@@ -186,54 +203,35 @@ static void concurrent_calls(void) {
    through the L2 sweep; dx alone, the row-pipelined loop; sums alone, a
    reduction): every choice must give the same bits for the same output. */
 static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t seed) {
-    int64_t dims[2], i;
-    t_buf x, dy, m, v, g, dx[2], dg[3], db[3];
-    nbwd_layer_norm_bwd_desc d;
-    nbwd_layer_norm_bwd_args a;
-    t_rng rng;
+    int64_t dims[2];
+    t_buf dx[2], dg[3], db[3];
+    ln_inputs in;
     int t;
     dims[0] = rows;
     dims[1] = n;
     t_case("outputs agree LN %lldx%lld dt=%s isa=%s", (long long)rows, (long long)n, t_dtype_name(dt),
            nbwd_isa_name(g_test_isa));
-    t_rng_seed(&rng, seed);
-    t_buf_alloc(&x, 2, dims, NULL, dt);
-    t_buf_alloc(&dy, 2, dims, NULL, dt);
-    t_buf_alloc(&m, 1, &rows, NULL, NBWD_F32);
-    t_buf_alloc(&v, 1, &rows, NULL, NBWD_F32);
-    t_buf_alloc(&g, 1, &n, NULL, NBWD_F32);
+    ln_inputs_make(&in, rows, n, dt, NBWD_F32, seed);
     for (t = 0; t < 3; ++t) {
         if (t < 2) t_buf_alloc(&dx[t], 2, dims, NULL, dt);
         t_buf_alloc(&dg[t], 1, &n, NULL, NBWD_F32);
         t_buf_alloc(&db[t], 1, &n, NULL, NBWD_F32);
     }
-    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
-    t_buf_fill_normal(&dy, &rng, 0.0, 1.0);
-    t_buf_fill_normal(&g, &rng, 1.0, 0.5);
-    for (i = 0; i < rows; ++i) {
-        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
-        t_buf_set(&v, i, 4.0 * (1.0 + 0.1 * t_rng_uniform(&rng, 0.0, 1.0)));
-    }
-    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
-    d.data_dtype = dt;
-    d.isa = g_test_isa;
-    memset(&a, 0, sizeof a);
-    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
     /* all three; dx alone; diff_gamma and diff_beta alone; dx with diff_gamma only */
-    a.diff_src = dx[0].base; a.diff_gamma = dg[0].base; a.diff_beta = db[0].base;
-    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
-    a.diff_src = dx[1].base; a.diff_gamma = NULL; a.diff_beta = NULL;
-    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    in.a.diff_src = dx[0].base; in.a.diff_gamma = dg[0].base; in.a.diff_beta = db[0].base;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
+    in.a.diff_src = dx[1].base; in.a.diff_gamma = NULL; in.a.diff_beta = NULL;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     CHECK(same_bytes(&dx[0], &dx[1]), "diff_src alone differs from diff_src with the parameter gradients");
-    a.diff_src = NULL; a.diff_gamma = dg[1].base; a.diff_beta = db[1].base;
-    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    in.a.diff_src = NULL; in.a.diff_gamma = dg[1].base; in.a.diff_beta = db[1].base;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     CHECK(same_bytes(&dg[0], &dg[1]), "diff_gamma without diff_src differs");
     CHECK(same_bytes(&db[0], &db[1]), "diff_beta without diff_src differs");
-    a.diff_src = dx[1].base; a.diff_gamma = dg[2].base; a.diff_beta = NULL;
-    CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    in.a.diff_src = dx[1].base; in.a.diff_gamma = dg[2].base; in.a.diff_beta = NULL;
+    CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with diff_gamma only differs");
     CHECK(same_bytes(&dg[0], &dg[2]), "diff_gamma with diff_src but no diff_beta differs");
-    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    ln_inputs_free(&in);
     for (t = 0; t < 3; ++t) {
         if (t < 2) t_buf_free(&dx[t]);
         t_buf_free(&dg[t]);
