@@ -1685,6 +1685,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.dx = apply ? r->dx : NULL;
     batch.n = C;
     batch.dt = p->dt;
+    batch.stream = r->stream;
     batch.cxm = r->xm; batch.cxs = r->xs;
     batch.cmg = r->mean_g; batch.cmgx = r->mean_gx; batch.cscale = r->scale;
     if (!apply) {
@@ -2070,13 +2071,14 @@ NBWD__KFN void NBWD__KN(nbwd__col_reduce_at)(const void *x, const void *dy, int6
 }
 NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
                                             NBWD__VMASK m, const float *xm, const float *xs, const float *mg,
-                                            const float *mgx, const float *scale) {
+                                            const float *mgx, const float *scale, int stream) {
     NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
     NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), NBWD__LDF(xm + i, part, m)),
                              NBWD__LDF(xs + i, part, m));
     NBWD__VF t = NBWD__VFMA(xh, NBWD__LDF(mgx + i, part, m), NBWD__LDF(mg + i, part, m));
     NBWD__VF out = NBWD__VMUL(NBWD__VSUB(vdy, t), NBWD__LDF(scale + i, part, m));
     if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
+    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
     else NBWD__KN(nbwd__st)(dx, i, dt, out);
 }
 
@@ -2225,7 +2227,6 @@ NBWD__KFN void NBWD__KN(nbwd__sweep_cols)(const nbwd__rows *r, int64_t r0, int64
         if (col_db) NBWD__STF(col_db + j + v * NBWD__VW, pv, m, cdb[v]);
     });
 }
-#undef NBWD__EACH_VEC
 NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
                                         float *col_db) {
     int64_t n = r->n, esz = (int64_t)nbwd__esize(dt), i, j, r0, r1, subs;
@@ -2304,10 +2305,15 @@ NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
+            int64_t nt_begin = 0, nt_end = 0; /* a row that starts a line: its whole lines non-temporal */
+            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+            if (nt_begin) nt_end = 0;
             for (j = 0; j < full; j += NBWD__VW)
-                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, j, dt, 0, none, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale);
+                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, j, dt, 0, none, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale,
+                                             j + NBWD__VW <= nt_end);
             if (full < n)
-                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, full, dt, 1, m, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale);
+                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, full, dt, 1, m, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale,
+                                             0);
         } else {
             for (j = 0; j < full; j += NBWD__VW)
                 NBWD__KN(nbwd__col_reduce_at)(x, dy, j, dt, 0, none, r->cxm, r->cxs, r->col_dg, r->col_db);
@@ -2315,11 +2321,90 @@ NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
                 NBWD__KN(nbwd__col_reduce_at)(x, dy, full, dt, 1, m, r->cxm, r->cxs, r->col_dg, r->col_db);
         }
     }
+    if (r->dx && r->stream) NBWD__VSFENCE();
 }
+/* Rows of at most NBWD__NARROW_VECS vectors (nv a constant after inlining):
+   the per-channel coefficients and the column partials stay in registers for
+   the batch (through memory, each row's update of a partial waits for the
+   previous row's store of it). The same operations in the same order as
+   bn_rows_body, so the same bits. */
+NBWD__KFN void NBWD__KN(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const int tail = (int)(n % NBWD__VW); /* the last vector is partial */
+    NBWD__VMASK m = NBWD__VMASK_FIRST(tail ? tail : 1);
+    NBWD__VF vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
+    NBWD__VF acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS]; /* pass 1: the partials */
+    NBWD__VF vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
+    NBWD__EACH_VEC(v, {
+        int pv = tail && v == nv - 1;
+        vxm[v] = NBWD__LDF(r->cxm + v * NBWD__VW, pv, m);
+        vxs[v] = NBWD__LDF(r->cxs + v * NBWD__VW, pv, m);
+        if (r->dx) {
+            vmg[v] = NBWD__LDF(r->cmg + v * NBWD__VW, pv, m);
+            vmgx[v] = NBWD__LDF(r->cmgx + v * NBWD__VW, pv, m);
+            vscale[v] = NBWD__LDF(r->cscale + v * NBWD__VW, pv, m);
+            acc_dg[v] = acc_db[v] = NBWD__VZERO();
+        } else {
+            acc_dg[v] = NBWD__LDF(r->col_dg + v * NBWD__VW, pv, m);
+            acc_db[v] = NBWD__LDF(r->col_db + v * NBWD__VW, pv, m);
+            vmg[v] = vmgx[v] = vscale[v] = NBWD__VZERO();
+        }
+    });
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            int64_t nt_begin = 0, nt_end = 0; /* a row that starts a line: its whole lines non-temporal */
+            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+            if (nt_begin) nt_end = 0;
+            NBWD__EACH_VEC(v, {
+                int pv = tail && v == nv - 1;
+                NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
+                NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm[v]), vxs[v]);
+                NBWD__VF out = NBWD__VMUL(NBWD__VSUB(vdy, NBWD__VFMA(xh, vmgx[v], vmg[v])), vscale[v]);
+                if (pv) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
+                else if ((v + 1) * NBWD__VW <= nt_end)
+                    NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
+                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
+            });
+        } else {
+            NBWD__EACH_VEC(v, {
+                int pv = tail && v == nv - 1;
+                NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
+                NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm[v]), vxs[v]);
+                acc_dg[v] = NBWD__VFMA(vdy, xh, acc_dg[v]);
+                acc_db[v] = NBWD__VADD(vdy, acc_db[v]);
+            });
+        }
+    }
+    if (r->dx) {
+        if (r->stream) NBWD__VSFENCE();
+    } else {
+        NBWD__EACH_VEC(v, {
+            int pv = tail && v == nv - 1;
+            NBWD__STF(r->col_dg + v * NBWD__VW, pv, m, acc_dg[v]);
+            NBWD__STF(r->col_db + v * NBWD__VW, pv, m, acc_db[v]);
+        });
+    }
+}
+/* each dtype in a function of its own (see ln_rows) */
+#define NBWD__BN_ROWS_DT(DT, NAME)                                                                             \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(NAME)(const nbwd__rows *r) {                                    \
+        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                            \
+        case 1: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 1); break;                                               \
+        case 2: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 2); break;                                               \
+        case 3: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 3); break;                                               \
+        case 4: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 4); break;                                               \
+        default: NBWD__KN(nbwd__bn_rows_body)(r, DT); break;                                                   \
+        }                                                                                                      \
+    }
+NBWD__BN_ROWS_DT(NBWD_F32, nbwd__bn_rows_f32)
+NBWD__BN_ROWS_DT(NBWD_F16, nbwd__bn_rows_f16)
+NBWD__BN_ROWS_DT(NBWD_BF16, nbwd__bn_rows_bf16)
+#undef NBWD__BN_ROWS_DT
 static NBWD__KTARGET void NBWD__KN(nbwd__bn_rows)(const nbwd__rows *r) {
     int dt = r->dt;
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__bn_rows_body)(r, NBWD_F32), NBWD__KN(nbwd__bn_rows_body)(r, NBWD_F16),
-                    NBWD__KN(nbwd__bn_rows_body)(r, NBWD_BF16));
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__bn_rows_f32)(r), NBWD__KN(nbwd__bn_rows_f16)(r), NBWD__KN(nbwd__bn_rows_bf16)(r));
 }
 
 static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int64_t n) {
@@ -2416,6 +2501,7 @@ static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
     NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
     NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add), NBWD__KN(nbwd__narrow), NBWD__KN(nbwd__widen)};
 
+#undef NBWD__EACH_VEC
 #undef NBWD__DT_SWITCH
 #undef NBWD__KN
 #undef NBWD__KFN

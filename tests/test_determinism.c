@@ -137,6 +137,11 @@ static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, 
                   "diff_gamma/diff_beta with %d threads differ from 1 thread", k_threads[t]);
         }
     }
+    /* diff_gamma/diff_beta alone (no dx pass): the bits of a call with dx */
+    d.num_threads = 0;
+    a.diff_src = NULL; a.diff_gamma = dg[1].base; a.diff_beta = db[1].base;
+    CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]), "diff_gamma/diff_beta without diff_src differ");
     t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
