@@ -20,8 +20,9 @@ expect() { # function regex description
 }
 # LayerNorm rows: one function per dtype and case (ln_rows_<case>_<dtype>_<isa>),
 # the narrow-row kernels (ln_narrow_<dtype>_<isa>); ln_rows_<isa> only dispatches.
+# BatchNorm NXC rows: one function per dtype (bn_rows_<dtype>_<isa>).
 for f in nbwd__row_reduce_avx2 nbwd__row_apply_avx2 nbwd__ln_rows_full_f32_avx2 nbwd__ln_rows_full_bf16_avx2 \
-         nbwd__ln_narrow_f32_avx2 nbwd__bn_rows_avx2; do
+         nbwd__ln_narrow_f32_avx2 nbwd__bn_rows_f32_avx2; do
     expect $f '%ymm' 'ymm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
@@ -29,15 +30,15 @@ expect nbwd__row_apply_avx2 'vcvtph2ps' 'F16C widening'
 expect nbwd__row_apply_avx2 'vcvtps2ph' 'F16C narrowing'
 expect nbwd__ln_rows_full_f16_avx2 'vcvtps2ph' 'F16C narrowing'
 for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__ln_rows_full_f32_avx512 nbwd__ln_rows_full_bf16_avx512 \
-         nbwd__ln_narrow_f32_avx512 nbwd__bn_rows_avx512; do
+         nbwd__ln_narrow_f32_avx512 nbwd__bn_rows_f32_avx512; do
     expect $f '%zmm' 'zmm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
 expect nbwd__row_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
-expect nbwd__bn_rows_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+expect nbwd__bn_rows_bf16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__ln_narrow_f32_avx512 '%k[1-7]' 'mask registers (partial vectors)'
 for f in nbwd__row_apply_avx512_bf16 nbwd__ln_rows_full_bf16_avx512_bf16 nbwd__ln_narrow_bf16_avx512_bf16 \
-         nbwd__bn_rows_avx512_bf16 nbwd__narrow_avx512_bf16; do
+         nbwd__bn_rows_bf16_avx512_bf16 nbwd__narrow_avx512_bf16; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
 done
 expect nbwd__ln_rows_full_bf16_avx512_bf16 '%zmm' 'zmm registers'
@@ -45,7 +46,7 @@ expect nbwd__ln_rows_full_bf16_avx512_bf16 '%zmm' 'zmm registers'
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     aarch64-linux-gnu-gcc -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa_a64.o" || { FAIL=$((FAIL + 1)); echo "FAIL: aarch64 build"; }
     aarch64-linux-gnu-objdump -d --no-show-raw-insn "$B/isa_a64.o" > "$B/isa.s"
-    for f in nbwd__ln_rows_full_bf16_neon_bf16 nbwd__bn_rows_neon_bf16 nbwd__narrow_neon_bf16; do
+    for f in nbwd__ln_rows_full_bf16_neon_bf16 nbwd__bn_rows_bf16_neon_bf16 nbwd__narrow_neon_bf16; do
         expect $f 'bfcvtn' 'BFCVTN (Armv8.6 BF16) narrowing'
     done
     expect nbwd__ln_rows_full_f32_neon 'fmla' 'NEON FMA'
