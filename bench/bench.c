@@ -11,7 +11,9 @@
    workspace, threads, dx + dgamma + dbeta), called back to back on the same
    buffers. Before timing, each variant's output is checked against a float64
    reference. Threads: omp_set_num_threads(T) for both libraries and the
-   library's num_threads = 0 (its own small-problem rule applies).
+   library's num_threads = 0 (its own small-problem rule applies); oneDNN's
+   primitive is created after that, once per thread count, because it keeps
+   the thread count it was created with.
 
    Bytes moved (the GB/s formula):
      LayerNorm [R x N]:  3*R*N*esz (x, dy read; dx written) + 2*R*4 (mean,
@@ -957,12 +959,6 @@ int main(int argc, char **argv) {
         int cls = foot <= 2.0 * cl.l2_bytes ? CL_L2 : foot <= 0.75 * cl.l3_bytes ? CL_L3 : CL_DRAM;
         data_make(p, &D);
         lib_setup(&L, p, &D, isa, caller_ws);
-        if (!no_dnnl) {
-            int bf = p->dt == NBWD_BF16;
-            if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
-            else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
-            else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, 1e-5f, why, sizeof why);
-        }
         for (t = 0; t < nthr && nrows < MAX_ROWS; ++t) {
             row *r = &rows[nrows++];
             check c;
@@ -1006,6 +1002,14 @@ int main(int argc, char **argv) {
             if (time_it(run_lib_cb, &L, &tm)) { fprintf(stderr, "*** nbwd call failed while timing\n"); any_fail = 1; }
             r->reps = tm.reps; r->med = tm.med; r->min = tm.min; r->max = tm.max;
             r->gbs = bytes / tm.med * 1e-9;
+            /* oneDNN takes its thread count when the primitive is created
+               (its OpenMP regions name it), so one primitive per thread count */
+            if (!no_dnnl) {
+                int bf = p->dt == NBWD_BF16;
+                if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
+                else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
+                else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, 1e-5f, why, sizeof why);
+            }
             if (h) {
                 dnnlcall dc;
                 check c2;
@@ -1030,10 +1034,11 @@ int main(int argc, char **argv) {
             } else if (!no_dnnl && t == 0 && why[0]) {
                 snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "n/a: %.34s", why);
             }
+            bench_dnnl_destroy(h);
+            h = NULL;
             fprintf(stderr, "  [%d/%d] %s %s %s %s %dT: %.3f ms, %.2f GB/s\n", i + 1, nprob, p->op == OP_LN ? "LN" : "BN",
                     layout_name[p->layout], p->shape, dt_name(p->dt), thr[t], r->med * 1e3, r->gbs);
         }
-        bench_dnnl_destroy(h);
         data_free(&D);
     }
     set_threads(all);
