@@ -1861,6 +1861,13 @@ NBWD__KFN void NBWD__KN(nbwd__nt_span)(const void *dx, int dt, int64_t n, int64_
     *begin = b;
     *end = b + (n - b) / per_line * per_line;
 }
+/* stream: the elements of a row of n at dx that go out non-temporally: its
+   whole lines when the row starts a line (element 0 aligned), else none. */
+NBWD__KFN int64_t NBWD__KN(nbwd__nt_lead)(const void *dx, int dt, int64_t n, int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+    return nt_begin ? 0 : nt_end;
+}
 /* Partial vectors: the first `count` lanes, 0 < count < VW. */
 #if defined(NBWD__VMASK)
 #define NBWD__KMASKED 1
@@ -2090,7 +2097,7 @@ NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void 
    to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
    bits are the same as on the general path. */
 #define NBWD__NARROW_VECS 4
-/* the body once per vector v < nv (at most 4; the narrow rows and the sweep) */
+/* the body once per vector v < nv (at most 4: narrow LayerNorm and BatchNorm rows, the sweep) */
 #define NBWD__EACH_VEC(v, ...)                                                         \
     do {                                                                               \
         { const int v = 0; __VA_ARGS__ }                                               \
@@ -2305,9 +2312,7 @@ NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_begin = 0, nt_end = 0; /* a row that starts a line: its whole lines non-temporal */
-            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
-            if (nt_begin) nt_end = 0;
+            int64_t nt_end = NBWD__KN(nbwd__nt_lead)(dx, dt, n, r->stream);
             for (j = 0; j < full; j += NBWD__VW)
                 NBWD__KN(nbwd__col_apply_at)(x, dy, dx, j, dt, 0, none, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale,
                                              j + NBWD__VW <= nt_end);
@@ -2354,9 +2359,7 @@ NBWD__KFN void NBWD__KN(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_begin = 0, nt_end = 0; /* a row that starts a line: its whole lines non-temporal */
-            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
-            if (nt_begin) nt_end = 0;
+            int64_t nt_end = NBWD__KN(nbwd__nt_lead)(dx, dt, n, r->stream);
             NBWD__EACH_VEC(v, {
                 int pv = tail && v == nv - 1;
                 NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
