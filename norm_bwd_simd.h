@@ -193,6 +193,13 @@ static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
 }
 #endif
 
+static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
+    simde__m128i pair = simde_mm_loadl_epi64((const simde__m128i *)(const void *)v);
+    simde__m128d d = simde_mm_cvtps_pd(simde_mm_castsi128_ps(pair));
+    d = simde_mm_div_pd(simde_mm_set1_pd(1.0), simde_mm_sqrt_pd(simde_mm_add_pd(d, simde_mm_set1_pd(eps))));
+    simde_mm_storel_epi64((simde__m128i *)(void *)out, simde_mm_castps_si128(simde_mm_cvtpd_ps(d)));
+}
+
 #define NBWD__KSUFFIX _sse
 #define NBWD__KISA NBWD_ISA_SSE
 #define NBWD__KTARGET
@@ -205,6 +212,8 @@ static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
 #define NBWD__VMUL(a, b) simde_mm_mul_ps(a, b)
 #define NBWD__VFMA(a, b, c) simde_mm_add_ps(simde_mm_mul_ps(a, b), c) /* no FMA in the SSE baseline */
 #define NBWD__VHSUM(v) nbwd__sse_hsum(v)
+#define NBWD__RSTD_LANES 2
+#define NBWD__RSTD_VEC(v, out, eps) nbwd__sse_rstd2(v, out, eps)
 #define NBWD__VLOAD_F32(p) simde_mm_loadu_ps(p)
 #define NBWD__VSTORE_F32(p, v) simde_mm_storeu_ps(p, v)
 #define NBWD__VLOAD_F16(p) nbwd__sse_load_f16(p)
@@ -230,6 +239,7 @@ static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
 #define NBWD__M128I simde__m128i
 #define NBWD__M256 simde__m256
 #define NBWD__M256I simde__m256i
+#define NBWD__M256D simde__m256d
 #define NBWD__M512 simde__m512
 #define NBWD__M512I simde__m512i
 #define NBWD__MASK16 simde__mmask16
@@ -246,6 +256,7 @@ static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
 #define NBWD__M128I __m128i
 #define NBWD__M256 __m256
 #define NBWD__M256I __m256i
+#define NBWD__M256D __m256d
 #define NBWD__M512 __m512
 #define NBWD__M512I __m512i
 #define NBWD__MASK16 __mmask16
@@ -270,6 +281,12 @@ static inline NBWD__TARGET_AVX2 float nbwd__avx2_hsum(NBWD__M256 v) {
     s = NBWD__MM(add_ps)(s, NBWD__MM(movehl_ps)(s, s));
     s = NBWD__MM(add_ss)(s, NBWD__MM(shuffle_ps)(s, s, 0x55));
     return NBWD__MM(cvtss_f32)(s);
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_rstd4(const float *v, float *out, double eps) {
+    NBWD__M256D d = NBWD__MM256(cvtps_pd)(NBWD__MM(loadu_ps)(v));
+    d = NBWD__MM256(div_pd)(NBWD__MM256(set1_pd)(1.0),
+                            NBWD__MM256(sqrt_pd)(NBWD__MM256(add_pd)(d, NBWD__MM256(set1_pd)(eps))));
+    NBWD__MM(storeu_ps)(out, NBWD__MM256(cvtpd_ps)(d));
 }
 static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_f16(const uint16_t *p) {
     return NBWD__MM256(cvtph_ps)(NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p));
@@ -309,6 +326,8 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
 #define NBWD__VMUL(a, b) NBWD__MM256(mul_ps)(a, b)
 #define NBWD__VFMA(a, b, c) NBWD__MM256(fmadd_ps)(a, b, c)
 #define NBWD__VHSUM(v) nbwd__avx2_hsum(v)
+#define NBWD__RSTD_LANES 4
+#define NBWD__RSTD_VEC(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
 #define NBWD__VLOAD_F32(p) NBWD__MM256(loadu_ps)(p)
 #define NBWD__VSTORE_F32(p, v) NBWD__MM256(storeu_ps)(p, v)
 #define NBWD__VLOAD_F16(p) nbwd__avx2_load_f16(p)
@@ -451,6 +470,8 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBW
 #define NBWD__VMUL(a, b) NBWD__MM512(mul_ps)(a, b)
 #define NBWD__VFMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
 #define NBWD__VHSUM(v) nbwd__avx512_hsum(v)
+#define NBWD__RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
+#define NBWD__RSTD_VEC(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
 #define NBWD__VLOAD_F32(p) NBWD__MM512(loadu_ps)(p)
 #define NBWD__VSTORE_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
 #define NBWD__VLOAD_F16(p) nbwd__avx512_load_f16(p)
@@ -569,6 +590,14 @@ static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
     NBWD__NEON(vst1_u16)(p, NBWD__NEON(vbsl_u16)(is_num, rounded, quiet));
 }
 
+#if !defined(NORM_BWD_SIMD_EMULATE)
+static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
+    float64x2_t d = vcvt_f64_f32(vld1_f32(v));
+    d = vdivq_f64(vdupq_n_f64(1.0), vsqrtq_f64(vaddq_f64(d, vdupq_n_f64(eps))));
+    vst1_f32(out, vcvt_f32_f64(d));
+}
+#endif
+
 #define NBWD__KSUFFIX _neon
 #define NBWD__KISA NBWD_ISA_NEON
 #define NBWD__KTARGET
@@ -581,6 +610,10 @@ static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
 #define NBWD__VMUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
 #define NBWD__VFMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
 #define NBWD__VHSUM(v) nbwd__neon_hsum(v)
+#if !defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no vsqrtq_f64 */
+#define NBWD__RSTD_LANES 2
+#define NBWD__RSTD_VEC(v, out, eps) nbwd__neon_rstd2(v, out, eps)
+#endif
 #define NBWD__VLOAD_F32(p) NBWD__NEON(vld1q_f32)(p)
 #define NBWD__VSTORE_F32(p, v) NBWD__NEON(vst1q_f32)(p, v)
 #define NBWD__VLOAD_F16(p) nbwd__neon_load_f16(p)

@@ -244,6 +244,50 @@ static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t se
     }
 }
 
+/* The MEAN_VARIANCE form computes each row's rstd as
+   (float)(1 / sqrt((double)variance + epsilon)), on vectors of doubles where
+   the path has them: given that rstd in the MEAN_RSTD form, every output must
+   have the same bits. Variances span 1e-7..1e7, zeros and denormals included. */
+static void ln_forms_agree(int64_t rows, int64_t n, nbwd_dtype dt, float eps, uint64_t seed) {
+    int64_t dims[2], i;
+    t_buf dx[2], dg[2], db[2], rstd;
+    ln_inputs in;
+    t_rng rng;
+    int t;
+    dims[0] = rows;
+    dims[1] = n;
+    t_case("forms agree LN %lldx%lld dt=%s eps=%g isa=%s", (long long)rows, (long long)n, t_dtype_name(dt),
+           (double)eps, nbwd_isa_name(g_test_isa));
+    ln_inputs_make(&in, rows, n, dt, NBWD_F32, seed);
+    t_rng_seed(&rng, seed + 1);
+    t_buf_alloc(&rstd, 1, &rows, NULL, NBWD_F32);
+    for (i = 0; i < rows; ++i) {
+        double v = pow(10.0, t_rng_uniform(&rng, -7.0, 7.0));
+        if (i % 17 == 3) v = 0.0;
+        if (i % 29 == 5) v = 1e-41; /* a float denormal */
+        t_buf_set(&in.v, i, v);
+        v = (double)(float)v; /* what the library reads */
+        t_buf_set(&rstd, i, (double)(float)(1.0 / sqrt(v + (double)eps)));
+    }
+    for (t = 0; t < 2; ++t) {
+        t_buf_alloc(&dx[t], 2, dims, NULL, dt);
+        t_buf_alloc(&dg[t], 1, &n, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &n, NULL, NBWD_F32);
+        in.d.epsilon = eps;
+        in.d.stats_form = t ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_MEAN_VARIANCE;
+        in.a.variance = t ? NULL : in.v.base;
+        in.a.rstd = t ? rstd.base : NULL;
+        in.a.diff_src = dx[t].base; in.a.diff_gamma = dg[t].base; in.a.diff_beta = db[t].base;
+        CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
+    }
+    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src from the variance differs from diff_src from its rstd");
+    CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+          "diff_gamma/diff_beta from the variance differ from those from its rstd");
+    ln_inputs_free(&in);
+    t_buf_free(&rstd);
+    for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
+}
+
 void test_determinism(void) {
 #if defined(_OPENMP)
     concurrent_calls();
@@ -260,6 +304,8 @@ void test_determinism(void) {
         ln_outputs_agree(200, 1000, k_dts[k], ++seed);
         ln_outputs_agree(70, 4097, k_dts[k], ++seed);
         ln_outputs_agree(150, 200, k_dts[k], ++seed);
+        ln_forms_agree(203, 24, k_dts[k], 1e-5f, ++seed); /* batches of 64 rows and a tail of 11 */
+        ln_forms_agree(67, 1000, k_dts[k], 1e-3f, ++seed);
     }
     for (k = 0; k < 3; ++k) {
         static const int64_t ncx_small_c[4] = {64, 2, 48, 48};    /* C = 2 < threads; 295k elements */
