@@ -42,7 +42,10 @@
        NBWD_STATS_XHAT_STD       the normalized input xhat in place of x, and
                                  std = sqrt(var + eps) (InfiniCore); needs no x,
                                  mean or variance
-   epsilon is read only in the MEAN_VARIANCE form.
+   epsilon is read only in the MEAN_VARIANCE form. There rstd is
+   (float)(1 / sqrt((double)variance + (double)epsilon)): one fp32 value per
+   set, so the MEAN_RSTD form given that value (as f32 statistics) produces
+   the same bits.
 
    ============================================================================
    API

@@ -2,8 +2,9 @@
    diff_beta) for num_threads = 1, 2, 3, 5 (and 0, the OpenMP default) on the
    ISA path under test: LayerNorm 500000x24, 4096x1024, 37x4097 and BatchNorm
    NCX with C below and far above the thread count, and NXC, for every data
-   type. (Without OpenMP the thread count is ignored and this is trivially
-   true; the test still runs.) */
+   type; and the variance and rstd forms agree bit for bit. (Without OpenMP
+   the thread count is ignored and this is trivially true; the test still
+   runs.) */
 #include "nbwd_test.h"
 
 static const int k_threads[] = {1, 2, 3, 5, 0};
@@ -247,7 +248,8 @@ static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t se
 /* The MEAN_VARIANCE form computes each row's rstd as
    (float)(1 / sqrt((double)variance + epsilon)), on vectors of doubles where
    the path has them: given that rstd in the MEAN_RSTD form, every output must
-   have the same bits. Variances span 1e-7..1e7, zeros and denormals included. */
+   have the same bits (the manual says so). Variances span 1e-7..1e7, zeros
+   and denormals included. */
 static void ln_forms_agree(int64_t rows, int64_t n, nbwd_dtype dt, float eps, uint64_t seed) {
     int64_t dims[2], i;
     t_buf dx[2], dg[2], db[2], rstd;
@@ -288,6 +290,53 @@ static void ln_forms_agree(int64_t rows, int64_t n, nbwd_dtype dt, float eps, ui
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
+/* The same for BatchNorm: per-channel rstd from the variance, or given. */
+static void bn_forms_agree(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, uint64_t seed) {
+    int cd = L == NBWD_NCX ? 1 : rank - 1, t;
+    int64_t C = dims[cd], i;
+    t_buf x, dy, m, v, rs, g, dx[2], dg[2], db[2];
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    t_rng rng;
+    const float eps = 1e-3f;
+    t_case("forms agree BN %s C=%lld dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)C, t_dtype_name(dt),
+           nbwd_isa_name(g_test_isa));
+    t_rng_seed(&rng, seed);
+    t_buf_alloc(&x, rank, dims, NULL, dt);
+    t_buf_alloc(&dy, rank, dims, NULL, dt);
+    t_buf_alloc(&m, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&v, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&rs, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&g, 1, &C, NULL, NBWD_F32);
+    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&dy, &rng, 0.1, 1.0);
+    for (i = 0; i < C; ++i) {
+        double var = (double)(float)pow(10.0, t_rng_uniform(&rng, -6.0, 6.0));
+        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&v, i, var);
+        t_buf_set(&rs, i, (double)(float)(1.0 / sqrt(var + (double)eps)));
+        t_buf_set(&g, i, 1.0 + 0.3 * t_rng_normal(&rng));
+    }
+    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, L, eps);
+    d.data_dtype = dt;
+    d.isa = g_test_isa;
+    for (t = 0; t < 2; ++t) {
+        t_buf_alloc(&dx[t], rank, dims, NULL, dt);
+        t_buf_alloc(&dg[t], 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &C, NULL, NBWD_F32);
+        d.stats_form = t ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_MEAN_VARIANCE;
+        memset(&a, 0, sizeof a);
+        a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.gamma = g.base;
+        if (t) a.rstd = rs.base; else a.variance = v.base;
+        a.diff_src = dx[t].base; a.diff_gamma = dg[t].base; a.diff_beta = db[t].base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    }
+    CHECK(same_bytes(&dx[0], &dx[1]) && same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+          "outputs from the variance differ from those from its rstd");
+    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&rs); t_buf_free(&g);
+    for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
+}
+
 void test_determinism(void) {
 #if defined(_OPENMP)
     concurrent_calls();
@@ -318,5 +367,7 @@ void test_determinism(void) {
         bn_det(3, ncx_big_n, NBWD_NCX, k_dts[k], ++seed);
         bn_det(4, nxc, NBWD_NXC, k_dts[k], ++seed);
         if (!g_quick) bn_det(2, nxc_rows, NBWD_NXC, k_dts[k], ++seed);
+        bn_forms_agree(4, ncx_many_c, NBWD_NCX, k_dts[k], ++seed);
+        bn_forms_agree(4, nxc, NBWD_NXC, k_dts[k], ++seed);
     }
 }
