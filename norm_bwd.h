@@ -578,7 +578,9 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
                chunk of columns at a time in L2).
    bn_rows:    a batch of BatchNorm NXC rows: per-column xm, xs, mean_g,
                mean_gx, scale; column sums, or dx.
-   add:        dst += src (the pairwise combination of block partials). */
+   add:        dst += src (the pairwise combination of block partials).
+   rstd:       rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)), the
+               rows of a LayerNorm batch at once (may work in place). */
 typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                     const float *gamma, float *col_dg, float *col_db, float *sums);
 typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
