@@ -95,43 +95,61 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
-static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, uint64_t seed) {
-    int cd = L == NBWD_NCX ? 1 : rank - 1, t;
-    int64_t C = dims[cd], i;
-    t_buf x, dy, m, v, g, dx[2], dg[2], db[2];
+/* BatchNorm inputs (x, dy random from seed; per channel mean, variance 4,
+   gamma; all statistics and parameters f32), a descriptor with epsilon eps
+   and args that point at them. */
+typedef struct bn_inputs {
+    t_buf x, dy, m, v, g;
+    int64_t C;
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
+} bn_inputs;
+static void bn_inputs_make(bn_inputs *in, int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, float eps,
+                           uint64_t seed) {
+    int64_t i;
     t_rng rng;
-    t_case("determinism BN %s C=%lld rank=%d dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)C, rank,
-           t_dtype_name(dt), nbwd_isa_name(g_test_isa));
+    in->C = dims[L == NBWD_NCX ? 1 : rank - 1];
     t_rng_seed(&rng, seed);
-    t_buf_alloc(&x, rank, dims, NULL, dt);
-    t_buf_alloc(&dy, rank, dims, NULL, dt);
-    t_buf_alloc(&m, 1, &C, NULL, NBWD_F32);
-    t_buf_alloc(&v, 1, &C, NULL, NBWD_F32);
-    t_buf_alloc(&g, 1, &C, NULL, NBWD_F32);
+    t_buf_alloc(&in->x, rank, dims, NULL, dt);
+    t_buf_alloc(&in->dy, rank, dims, NULL, dt);
+    t_buf_alloc(&in->m, 1, &in->C, NULL, NBWD_F32);
+    t_buf_alloc(&in->v, 1, &in->C, NULL, NBWD_F32);
+    t_buf_alloc(&in->g, 1, &in->C, NULL, NBWD_F32);
+    t_buf_fill_normal(&in->x, &rng, 0.5, 2.0);
+    t_buf_fill_normal(&in->dy, &rng, 0.1, 1.0);
+    for (i = 0; i < in->C; ++i) {
+        t_buf_set(&in->m, i, 0.5 + 0.1 * t_rng_normal(&rng));
+        t_buf_set(&in->v, i, 4.0);
+        t_buf_set(&in->g, i, 1.0 + 0.3 * t_rng_normal(&rng));
+    }
+    nbwd_batch_norm_bwd_desc_init(&in->d, rank, dims, L, eps);
+    in->d.data_dtype = dt;
+    in->d.isa = g_test_isa;
+    memset(&in->a, 0, sizeof in->a);
+    in->a.src = in->x.base; in->a.diff_dst = in->dy.base; in->a.mean = in->m.base; in->a.variance = in->v.base;
+    in->a.gamma = in->g.base;
+}
+static void bn_inputs_free(bn_inputs *in) {
+    t_buf_free(&in->x); t_buf_free(&in->dy); t_buf_free(&in->m); t_buf_free(&in->v); t_buf_free(&in->g);
+}
+
+static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, uint64_t seed) {
+    int t;
+    t_buf dx[2], dg[2], db[2];
+    bn_inputs in;
+    bn_inputs_make(&in, rank, dims, L, dt, 1e-5f, seed);
+    t_case("determinism BN %s C=%lld rank=%d dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)in.C, rank,
+           t_dtype_name(dt), nbwd_isa_name(g_test_isa));
     for (t = 0; t < 2; ++t) {
         t_buf_alloc(&dx[t], rank, dims, NULL, dt);
-        t_buf_alloc(&dg[t], 1, &C, NULL, NBWD_F32);
-        t_buf_alloc(&db[t], 1, &C, NULL, NBWD_F32);
+        t_buf_alloc(&dg[t], 1, &in.C, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &in.C, NULL, NBWD_F32);
     }
-    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
-    t_buf_fill_normal(&dy, &rng, 0.1, 1.0);
-    for (i = 0; i < C; ++i) {
-        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
-        t_buf_set(&v, i, 4.0);
-        t_buf_set(&g, i, 1.0 + 0.3 * t_rng_normal(&rng));
-    }
-    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, L, 1e-5f);
-    d.data_dtype = dt;
-    d.isa = g_test_isa;
-    memset(&a, 0, sizeof a);
-    a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.variance = v.base; a.gamma = g.base;
     for (t = 0; t < N_THREADS; ++t) {
         int k = t == 0 ? 0 : 1;
-        d.num_threads = k_threads[t];
-        a.diff_src = dx[k].base; a.diff_gamma = dg[k].base; a.diff_beta = db[k].base;
-        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        in.d.num_threads = k_threads[t];
+        in.a.diff_src = dx[k].base; in.a.diff_gamma = dg[k].base; in.a.diff_beta = db[k].base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
         if (t > 0) {
             CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
             CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
@@ -139,11 +157,11 @@ static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, 
         }
     }
     /* diff_gamma/diff_beta alone (no dx pass): the bits of a call with dx */
-    d.num_threads = 0;
-    a.diff_src = NULL; a.diff_gamma = dg[1].base; a.diff_beta = db[1].base;
-    CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    in.d.num_threads = 0;
+    in.a.diff_src = NULL; in.a.diff_gamma = dg[1].base; in.a.diff_beta = db[1].base;
+    CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]), "diff_gamma/diff_beta without diff_src differ");
-    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&g);
+    bn_inputs_free(&in);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
@@ -290,50 +308,39 @@ static void ln_forms_agree(int64_t rows, int64_t n, nbwd_dtype dt, float eps, ui
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
-/* The same for BatchNorm: per-channel rstd from the variance, or given. */
+/* The same for BatchNorm: per-channel rstd from the variance, or given.
+   Variances span 1e-6..1e6. */
 static void bn_forms_agree(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, uint64_t seed) {
-    int cd = L == NBWD_NCX ? 1 : rank - 1, t;
-    int64_t C = dims[cd], i;
-    t_buf x, dy, m, v, rs, g, dx[2], dg[2], db[2];
-    nbwd_batch_norm_bwd_desc d;
-    nbwd_batch_norm_bwd_args a;
+    int64_t i;
+    int t;
+    t_buf rstd, dx[2], dg[2], db[2];
+    bn_inputs in;
     t_rng rng;
     const float eps = 1e-3f;
-    t_case("forms agree BN %s C=%lld dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)C, t_dtype_name(dt),
+    bn_inputs_make(&in, rank, dims, L, dt, eps, seed);
+    t_case("forms agree BN %s C=%lld dt=%s isa=%s", L == NBWD_NCX ? "NCX" : "NXC", (long long)in.C, t_dtype_name(dt),
            nbwd_isa_name(g_test_isa));
-    t_rng_seed(&rng, seed);
-    t_buf_alloc(&x, rank, dims, NULL, dt);
-    t_buf_alloc(&dy, rank, dims, NULL, dt);
-    t_buf_alloc(&m, 1, &C, NULL, NBWD_F32);
-    t_buf_alloc(&v, 1, &C, NULL, NBWD_F32);
-    t_buf_alloc(&rs, 1, &C, NULL, NBWD_F32);
-    t_buf_alloc(&g, 1, &C, NULL, NBWD_F32);
-    t_buf_fill_normal(&x, &rng, 0.5, 2.0);
-    t_buf_fill_normal(&dy, &rng, 0.1, 1.0);
-    for (i = 0; i < C; ++i) {
+    t_rng_seed(&rng, seed + 1);
+    t_buf_alloc(&rstd, 1, &in.C, NULL, NBWD_F32);
+    for (i = 0; i < in.C; ++i) {
         double var = (double)(float)pow(10.0, t_rng_uniform(&rng, -6.0, 6.0));
-        t_buf_set(&m, i, 0.5 + 0.1 * t_rng_normal(&rng));
-        t_buf_set(&v, i, var);
-        t_buf_set(&rs, i, (double)(float)(1.0 / sqrt(var + (double)eps)));
-        t_buf_set(&g, i, 1.0 + 0.3 * t_rng_normal(&rng));
+        t_buf_set(&in.v, i, var);
+        t_buf_set(&rstd, i, (double)(float)(1.0 / sqrt(var + (double)eps)));
     }
-    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, L, eps);
-    d.data_dtype = dt;
-    d.isa = g_test_isa;
     for (t = 0; t < 2; ++t) {
         t_buf_alloc(&dx[t], rank, dims, NULL, dt);
-        t_buf_alloc(&dg[t], 1, &C, NULL, NBWD_F32);
-        t_buf_alloc(&db[t], 1, &C, NULL, NBWD_F32);
-        d.stats_form = t ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_MEAN_VARIANCE;
-        memset(&a, 0, sizeof a);
-        a.src = x.base; a.diff_dst = dy.base; a.mean = m.base; a.gamma = g.base;
-        if (t) a.rstd = rs.base; else a.variance = v.base;
-        a.diff_src = dx[t].base; a.diff_gamma = dg[t].base; a.diff_beta = db[t].base;
-        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        t_buf_alloc(&dg[t], 1, &in.C, NULL, NBWD_F32);
+        t_buf_alloc(&db[t], 1, &in.C, NULL, NBWD_F32);
+        in.d.stats_form = t ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_MEAN_VARIANCE;
+        in.a.variance = t ? NULL : in.v.base;
+        in.a.rstd = t ? rstd.base : NULL;
+        in.a.diff_src = dx[t].base; in.a.diff_gamma = dg[t].base; in.a.diff_beta = db[t].base;
+        CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     }
     CHECK(same_bytes(&dx[0], &dx[1]) && same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
           "outputs from the variance differ from those from its rstd");
-    t_buf_free(&x); t_buf_free(&dy); t_buf_free(&m); t_buf_free(&v); t_buf_free(&rs); t_buf_free(&g);
+    bn_inputs_free(&in);
+    t_buf_free(&rstd);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
