@@ -462,6 +462,8 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__MAX_BLOCKS 512                /* partial sums per column, at most */
 #define NBWD__PARTIALS_BYTES (32 << 20)     /* cap on the partials' workspace */
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
+#define NBWD__NCX_BLOCK_BYTES (256 << 10)   /* BatchNorm NCX: x and dy of a block of channels */
+#define NBWD__NCX_STREAM_PLANE_BYTES 1024   /* smaller NCX planes share lines: ordinary dx stores */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
 #define NBWD__WS_ALIGN 64
 /* diff_src at least this large is written with non-temporal stores (it would
@@ -571,7 +573,8 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
                (gamma NULL: 1); col_dg[i] += dy*xhat, col_db[i] += dy.
                Any of sums, col_dg, col_db may be NULL.
    row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)); stream: with
-               non-temporal stores where the ISA has them.
+               non-temporal stores where the ISA has them, not fenced: the
+               caller calls store_fence after its last streamed row.
    ln_rows:    a batch of LayerNorm rows: the sums and dx of each row, and
                the column partials (large f32 tensors with both, on
                16-lane paths: reduced a sub-block at a time, then swept a
@@ -580,7 +583,10 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
                mean_gx, scale; column sums, or dx.
    add:        dst += src (the pairwise combination of block partials).
    rstd:       rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)), the
-               rows of a LayerNorm batch at once (may work in place). */
+               rows of a LayerNorm batch at once (may work in place).
+   store_fence: orders the streamed stores before another thread reads them
+               (one per run of row_apply calls: a fence per 196-byte plane
+               made BatchNorm NCX 7x7 three times slower). */
 typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                     const float *gamma, float *col_dg, float *col_db, float *sums);
 typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
@@ -606,6 +612,7 @@ typedef void (*nbwd__rstd_fn)(const float *variance, float *rstd, int64_t count,
 typedef void (*nbwd__add_fn)(float *dst, const float *src, int64_t n);
 typedef void (*nbwd__narrow_fn)(const float *src, uint16_t *dst, int dt, int64_t n);
 typedef void (*nbwd__widen_fn)(const uint16_t *src, float *dst, int dt, int64_t n);
+typedef void (*nbwd__fence_fn)(void);
 
 typedef struct nbwd__kernels {
     nbwd_isa isa;
@@ -617,6 +624,7 @@ typedef struct nbwd__kernels {
     nbwd__narrow_fn narrow;   /* the bulk conversion helpers */
     nbwd__widen_fn widen;
     nbwd__rstd_fn rstd;       /* rstd[i] = 1/sqrt(variance[i] + eps), double precision */
+    nbwd__fence_fn store_fence;
 } nbwd__kernels;
 
 /* The portable path: the same template with one-lane "vectors". */
@@ -1491,6 +1499,7 @@ typedef struct nbwd__bn_plan {
     nbwd__params par;                       /* gamma, (unused), diff_gamma, diff_beta: [C] */
     int64_t rows, rows_per_block, nblocks;  /* NXC: rows = N * S */
     int64_t n_per_chunk, nchunks;           /* NCX: batch entries per partial */
+    int64_t cblock;                         /* NCX: channels visited together */
     size_t ws_coef, ws_partials, ws_bytes;
 } nbwd__bn_plan;
 
@@ -1572,6 +1581,10 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         p->n_per_chunk = per < 1 ? 1 : per;
         p->nchunks = p->M > 0 ? (p->N + p->n_per_chunk - 1) / p->n_per_chunk : 0; /* empty: no partials */
         p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * (size_t)p->nchunks * 2 * 4);
+        /* Small planes: as many channels as keep x and dy of the block in L2. */
+        p->cblock = p->M > 0 ? NBWD__NCX_BLOCK_BYTES / (p->M * 2 * (int64_t)nbwd__esize(p->dt)) : 1;
+        if (p->cblock < 1) p->cblock = 1;
+        if (p->cblock > p->C) p->cblock = p->C > 0 ? p->C : 1;
     }
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
@@ -1638,30 +1651,40 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
     }
 }
 
-/* NCX: channel c, batch entries [k * n_per_chunk, ...): one partial. */
-static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c, int64_t k) {
+/* NCX: channels [c0, c1), batch entries [k * n_per_chunk, ...): one partial
+   each. The planes go in memory order (batch entry outer, channel inner), so
+   the prefetchers see runs of c1 - c0 planes rather than one plane per jump;
+   each channel still adds its plane sums in batch order, whatever c0, c1. */
+static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
     const nbwd__bn_plan *p = r->p;
-    int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt);
-    float acc[2] = {0.0f, 0.0f}, sums[2];
+    int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt), c;
+    float sums[2], *part;
     if (end > p->N) end = p->N;
-    for (; n < end; ++n) {
-        r->k->row_reduce(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
-                         r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
-                         NULL, NULL, sums);
-        acc[0] += sums[1]; /* dy * xhat */
-        acc[1] += sums[0]; /* dy */
+    for (c = c0; c < c1; ++c) {
+        part = r->partials + (c * p->nchunks + k) * 2;
+        part[0] = part[1] = 0.0f;
     }
-    r->partials[(c * p->nchunks + k) * 2] = acc[0];
-    r->partials[(c * p->nchunks + k) * 2 + 1] = acc[1];
+    for (; n < end; ++n) {
+        for (c = c0; c < c1; ++c) {
+            r->k->row_reduce(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
+                             r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c],
+                             NULL, NULL, NULL, sums);
+            part = r->partials + (c * p->nchunks + k) * 2;
+            part[0] += sums[1]; /* dy * xhat */
+            part[1] += sums[0]; /* dy */
+        }
+    }
 }
 
-static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c, int64_t n) {
+/* NCX: dx of channels [c0, c1), batch entry n (not fenced). */
+static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
     const nbwd__bn_plan *p = r->p;
-    int64_t esz = (int64_t)nbwd__esize(p->dt);
-    r->k->row_apply(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
-                    r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz,
-                    r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
-                    r->mean_g[c], r->mean_gx[c], r->scale[c], r->stream);
+    int64_t esz = (int64_t)nbwd__esize(p->dt), c;
+    for (c = c0; c < c1; ++c)
+        r->k->row_apply(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
+                        r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz,
+                        r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
+                        r->mean_g[c], r->mean_gx[c], r->scale[c], r->stream);
 }
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
@@ -1670,13 +1693,22 @@ static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     nbwd__bn_finish(r, c, part[0], part[1]);
 }
 
-/* NCX, a whole channel on one thread: its data is still in cache for dx. */
-static void nbwd__bn_ncx_channel(const nbwd__bn_run *r, int64_t c) {
-    int64_t k, n;
-    for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c, k);
-    nbwd__bn_ncx_reduce_finish(r, c);
-    if (r->want_dx)
-        for (n = 0; n < r->p->N; ++n) nbwd__bn_ncx_apply(r, c, n);
+/* NCX, a block of channels on one thread: its data is still in cache for dx. */
+static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cblock) {
+    int64_t k, n, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
+    for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
+    for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
+    if (r->want_dx) {
+        for (n = 0; n < r->p->N; ++n) nbwd__bn_ncx_apply(r, c0, c1, n);
+        if (r->stream) r->k->store_fence();
+    }
+}
+
+/* NCX: dx of planes [first, last), plane i = (channel i / N, entry i % N). */
+static void nbwd__bn_ncx_apply_planes(const nbwd__bn_run *r, int64_t first, int64_t last) {
+    int64_t i, N = r->p->N;
+    for (i = first; i < last; ++i) nbwd__bn_ncx_apply(r, i / N, i / N + 1, i % N);
+    if (r->stream) r->k->store_fence();
 }
 
 /* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx.
@@ -1761,7 +1793,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         r.mean_gx = r.mean_g + C;
         r.scale = r.mean_gx + C;
         r.partials = (float *)(ws + p.ws_partials);
-        r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
+        r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
+                   (p.nxc || p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
         for (c = 0; c < C; ++c)
             nbwd__stats(p.form, p.sdt, p.eps, args->mean, c * p.mean_st, spread, c * p.var_st, &r.xm[c], &r.xs[c],
                         &r.scale[c]);
@@ -1783,11 +1816,18 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         } else {
             threads = nbwd__pick_threads(desc->num_threads, p.M * C, C * (p.nchunks > p.N ? p.nchunks : p.N));
             if (threads <= 1 || C >= threads) {
-                NBWD__PARALLEL_FOR(threads, c, C, nbwd__bn_ncx_channel(&r, c));
+                /* every thread gets blocks; the sums do not depend on the blocking */
+                int64_t cblock = p.cblock * threads <= C ? p.cblock : C / threads;
+                NBWD__PARALLEL_FOR(threads, i, (C + cblock - 1) / cblock,
+                                   nbwd__bn_ncx_channels(&r, i * cblock, cblock));
             } else { /* fewer channels than threads: split the batch too (same sums) */
-                NBWD__PARALLEL_FOR(threads, i, C * p.nchunks, nbwd__bn_ncx_chunk(&r, i / p.nchunks, i % p.nchunks));
+                NBWD__PARALLEL_FOR(threads, i, C * p.nchunks,
+                                   nbwd__bn_ncx_chunk(&r, i / p.nchunks, i / p.nchunks + 1, i % p.nchunks));
                 for (c = 0; c < C; ++c) nbwd__bn_ncx_reduce_finish(&r, c);
-                if (r.want_dx) NBWD__PARALLEL_FOR(threads, i, C * p.N, nbwd__bn_ncx_apply(&r, i / p.N, i % p.N));
+                if (r.want_dx) /* a fence per thread, not per plane */
+                    NBWD__PARALLEL_FOR(threads, i, threads,
+                                       nbwd__bn_ncx_apply_planes(&r, C * p.N * i / threads,
+                                                                 C * p.N * (i + 1) / threads));
             }
         }
     }
@@ -2470,8 +2510,8 @@ static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *d
     NBWD__DT_SWITCH(NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F32, n, &s, gamma, stream),
                     NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F16, n, &s, gamma, stream),
                     NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_BF16, n, &s, gamma, stream));
-    if (stream) NBWD__VSFENCE();
 }
+static NBWD__KTARGET void NBWD__KN(nbwd__store_fence)(void) { NBWD__VSFENCE(); }
 
 /* The common cases get loops without per-vector tests: all outputs with
    gamma, and no column sums (dx only) with or without gamma. Each (dtype,
@@ -2525,7 +2565,7 @@ static NBWD__KTARGET void NBWD__KN(nbwd__rstd)(const float *variance, float *rst
 static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
     NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
     NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add), NBWD__KN(nbwd__narrow), NBWD__KN(nbwd__widen),
-    NBWD__KN(nbwd__rstd)};
+    NBWD__KN(nbwd__rstd), NBWD__KN(nbwd__store_fence)};
 
 #undef NBWD__EACH_VEC
 #undef NBWD__DT_SWITCH

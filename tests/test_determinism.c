@@ -367,11 +367,13 @@ void test_determinism(void) {
         static const int64_t ncx_small_c[4] = {64, 2, 48, 48};    /* C = 2 < threads; 295k elements */
         static const int64_t ncx_many_c[4] = {8, 256, 12, 12};    /* C = 256 >> threads */
         static const int64_t ncx_big_n[3] = {4096, 3, 40};        /* many chunks per channel */
+        static const int64_t ncx_blocks[4] = {4, 64, 5, 5};       /* blocks of 64, 32, 21, 12 channels */
         static const int64_t nxc[4] = {16, 24, 24, 40};           /* NXC, 368k elements */
         static const int64_t nxc_rows[2] = {100000, 5};           /* [N, C]: many rows */
         bn_det(4, ncx_small_c, NBWD_NCX, k_dts[k], ++seed);
         bn_det(4, ncx_many_c, NBWD_NCX, k_dts[k], ++seed);
         bn_det(3, ncx_big_n, NBWD_NCX, k_dts[k], ++seed);
+        bn_det(4, ncx_blocks, NBWD_NCX, k_dts[k], ++seed);
         bn_det(4, nxc, NBWD_NXC, k_dts[k], ++seed);
         if (!g_quick) bn_det(2, nxc_rows, NBWD_NXC, k_dts[k], ++seed);
         bn_forms_agree(4, ncx_many_c, NBWD_NCX, k_dts[k], ++seed);
