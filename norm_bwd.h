@@ -462,7 +462,7 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__MAX_BLOCKS 512                /* partial sums per column, at most */
 #define NBWD__PARTIALS_BYTES (32 << 20)     /* cap on the partials' workspace */
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
-#define NBWD__NCX_BLOCK_BYTES (256 << 10)   /* BatchNorm NCX: x and dy of a block of channels */
+#define NBWD__NCX_BLOCK_BYTES (1 << 20)     /* BatchNorm NCX: x and dy of a block of channels */
 #define NBWD__NCX_STREAM_PLANE_BYTES 1024   /* smaller NCX planes share lines: ordinary dx stores */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
 #define NBWD__WS_ALIGN 64
@@ -569,12 +569,15 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
 /* The ISA-specific part: kernels over dense runs of n elements of data dtype
    dt, all written once in the kernel template at the end of this file.
    xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1).
-   row_reduce: sums[0] = sum g, sums[1] = sum g*xhat with g = dy*gamma
-               (gamma NULL: 1); col_dg[i] += dy*xhat, col_db[i] += dy.
-               Any of sums, col_dg, col_db may be NULL.
-   row_apply:  dx = scale * (g - (mean_g + xhat * mean_gx)); stream: with
-               non-temporal stores where the ISA has them, not fenced: the
-               caller calls store_fence after its last streamed row.
+   row_reduce: count rows (BatchNorm NCX planes) of n elements, row i at
+               x + i * step[0] elements (dy: step[1]) with its own xm[i],
+               xs[i]: sums[i * sums_step + 0] += sum dy, [... + 1] += sum
+               dy*xhat (one call per run of planes: a call per 49-element
+               plane cost more than its arithmetic).
+   row_apply:  the same rows (dx: step[2]): dx = scale[i] * (dy - (mean_g[i]
+               + xhat * mean_gx[i])); stream: the whole lines of each row
+               with non-temporal stores, not fenced: the caller calls
+               store_fence after its last streamed row.
    ln_rows:    a batch of LayerNorm rows: the sums and dx of each row, and
                the column partials (large f32 tensors with both, on
                16-lane paths: reduced a sub-block at a time, then swept a
@@ -587,10 +590,12 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
    store_fence: orders the streamed stores before another thread reads them
                (one per run of row_apply calls: a fence per 196-byte plane
                made BatchNorm NCX 7x7 three times slower). */
-typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
-                                    const float *gamma, float *col_dg, float *col_db, float *sums);
-typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, float xm, float xs,
-                                   const float *gamma, float mean_g, float mean_gx, float scale, int stream);
+typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, int64_t count,
+                                    const int64_t *step, const float *xm, const float *xs, float *sums,
+                                    int64_t sums_step);
+typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, int64_t count,
+                                   const int64_t *step, const float *xm, const float *xs, const float *mean_g,
+                                   const float *mean_gx, const float *scale, int stream);
 /* A batch of LayerNorm rows for one call (saves a call per row: rows of a
    few dozen elements are common). Offsets are in elements. */
 #define NBWD__ROW_BATCH 64
@@ -1581,7 +1586,8 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         p->n_per_chunk = per < 1 ? 1 : per;
         p->nchunks = p->M > 0 ? (p->N + p->n_per_chunk - 1) / p->n_per_chunk : 0; /* empty: no partials */
         p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * (size_t)p->nchunks * 2 * 4);
-        /* Small planes: as many channels as keep x and dy of the block in L2. */
+        /* Small planes: as many channels as keep x and dy of the block in L2
+           (Zen 4's; where L2 is smaller the dx pass reads L3). */
         p->cblock = p->M > 0 ? NBWD__NCX_BLOCK_BYTES / (p->M * 2 * (int64_t)nbwd__esize(p->dt)) : 1;
         if (p->cblock < 1) p->cblock = 1;
         if (p->cblock > p->C) p->cblock = p->C > 0 ? p->C : 1;
@@ -1658,39 +1664,34 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
 static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
     const nbwd__bn_plan *p = r->p;
     int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt), c;
-    float sums[2], *part;
+    const int64_t step[2] = {p->st[0][1], p->st[1][1]};
+    float *part;
     if (end > p->N) end = p->N;
     for (c = c0; c < c1; ++c) {
         part = r->partials + (c * p->nchunks + k) * 2;
         part[0] = part[1] = 0.0f;
     }
-    for (; n < end; ++n) {
-        for (c = c0; c < c1; ++c) {
-            r->k->row_reduce(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
-                             r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c],
-                             NULL, NULL, NULL, sums);
-            part = r->partials + (c * p->nchunks + k) * 2;
-            part[0] += sums[1]; /* dy * xhat */
-            part[1] += sums[0]; /* dy */
-        }
-    }
+    for (; n < end; ++n)
+        r->k->row_reduce(r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz,
+                         r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz, p->dt, p->S, c1 - c0, step,
+                         r->xm + c0, r->xs + c0, r->partials + (c0 * p->nchunks + k) * 2, p->nchunks * 2);
 }
 
 /* NCX: dx of channels [c0, c1), batch entry n (not fenced). */
 static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
     const nbwd__bn_plan *p = r->p;
-    int64_t esz = (int64_t)nbwd__esize(p->dt), c;
-    for (c = c0; c < c1; ++c)
-        r->k->row_apply(r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz,
-                        r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz,
-                        r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz, p->dt, p->S, r->xm[c], r->xs[c], NULL,
-                        r->mean_g[c], r->mean_gx[c], r->scale[c], r->stream);
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    const int64_t step[3] = {p->st[0][1], p->st[1][1], p->st[2][1]};
+    r->k->row_apply(r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz,
+                    r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz,
+                    r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz, p->dt, p->S, c1 - c0, step, r->xm + c0,
+                    r->xs + c0, r->mean_g + c0, r->mean_gx + c0, r->scale + c0, r->stream);
 }
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     float *part = r->partials + c * r->p->nchunks * 2;
     nbwd__tree_sum(r->k, part, r->p->nchunks, 2, 2);
-    nbwd__bn_finish(r, c, part[0], part[1]);
+    nbwd__bn_finish(r, c, part[1], part[0]); /* sum dy * xhat, sum dy */
 }
 
 /* NCX, a block of channels on one thread: its data is still in cache for dx. */
@@ -2496,20 +2497,46 @@ static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst,
 /* The entry points: one switch on the data type, so each body is compiled
    with a constant dt (three specialized loops per kernel). */
 
-static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, float xm,
-                                                     float xs, const float *gamma, float *col_dg, float *col_db,
-                                                     float *sums) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_F32, n, xm, xs, gamma, col_dg, col_db, sums),
-                    NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_F16, n, xm, xs, gamma, col_dg, col_db, sums),
-                    NBWD__KN(nbwd__reduce_row)(x, dy, NBWD_BF16, n, xm, xs, gamma, col_dg, col_db, sums));
+/* A run of rows (BatchNorm NCX planes) of n elements: row i at x + i *
+   step[0] elements (dy: step[1], dx: step[2]), with its own statistics. */
+NBWD__KFN void NBWD__KN(nbwd__reduce_rows)(const void *x, const void *dy, const int dt, int64_t n, int64_t count,
+                                           const int64_t *step, const float *xm, const float *xs, float *sums,
+                                           int64_t sums_step) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    float s[2];
+    for (i = 0; i < count; ++i, sums += sums_step) {
+        NBWD__KN(nbwd__reduce_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz, dt, n,
+                                   xm[i], xs[i], NULL, NULL, NULL, s);
+        sums[0] += s[0];
+        sums[1] += s[1];
+    }
+}
+static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, int64_t count,
+                                                     const int64_t *step, const float *xm, const float *xs,
+                                                     float *sums, int64_t sums_step) {
+    NBWD__DT_SWITCH(NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_F32, n, count, step, xm, xs, sums, sums_step),
+                    NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_F16, n, count, step, xm, xs, sums, sums_step),
+                    NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_BF16, n, count, step, xm, xs, sums, sums_step));
+}
+NBWD__KFN void NBWD__KN(nbwd__apply_rows)(const void *x, const void *dy, void *dx, const int dt, int64_t n,
+                                          int64_t count, const int64_t *step, const float *xm, const float *xs,
+                                          const float *mean_g, const float *mean_gx, const float *scale,
+                                          int stream) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    for (i = 0; i < count; ++i) {
+        NBWD__KN(nbwd__vset) s = NBWD__KN(nbwd__vset_of)(xm[i], xs[i], mean_g[i], mean_gx[i], scale[i]);
+        NBWD__KN(nbwd__apply_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz,
+                                  (char *)dx + i * step[2] * esz, dt, n, &s, NULL, stream);
+    }
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                                    float xm, float xs, const float *gamma, float mean_g,
-                                                    float mean_gx, float scale, int stream) {
-    NBWD__KN(nbwd__vset) s = NBWD__KN(nbwd__vset_of)(xm, xs, mean_g, mean_gx, scale);
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F32, n, &s, gamma, stream),
-                    NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_F16, n, &s, gamma, stream),
-                    NBWD__KN(nbwd__apply_row)(x, dy, dx, NBWD_BF16, n, &s, gamma, stream));
+                                                    int64_t count, const int64_t *step, const float *xm,
+                                                    const float *xs, const float *mean_g, const float *mean_gx,
+                                                    const float *scale, int stream) {
+    NBWD__DT_SWITCH(
+        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_F32, n, count, step, xm, xs, mean_g, mean_gx, scale, stream),
+        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_F16, n, count, step, xm, xs, mean_g, mean_gx, scale, stream),
+        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_BF16, n, count, step, xm, xs, mean_g, mean_gx, scale, stream));
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__store_fence)(void) { NBWD__VSFENCE(); }
 
