@@ -192,7 +192,8 @@
      NORM_BWD_HEADER_FILENAME   the path of this file, if renamed, as a string
                                 (the kernels are instantiated by re-including it)
      NORM_BWD_STREAM_BYTES      diff_src of at least this many bytes is written
-                                with non-temporal stores (default 8 MiB)
+                                with non-temporal stores (default 8 MiB; not
+                                BatchNorm NCX planes under 1 KiB)
      NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
                                 emulation, runnable on any x86 CPU when named
    Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16
