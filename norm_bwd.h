@@ -468,7 +468,7 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
 #define NBWD__NCX_BLOCK_BYTES (1 << 20)     /* BatchNorm NCX: x and dy of a block of channels */
 #define NBWD__NCX_STREAM_PLANE_BYTES 1024   /* smaller NCX planes share lines: ordinary dx stores */
-#define NBWD__PREFETCH_BYTES 1024           /* how far ahead 16-bit LayerNorm rows are prefetched */
+#define NBWD__PREFETCH_BYTES 1024           /* how far ahead LayerNorm rows are prefetched */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
 #define NBWD__WS_ALIGN 64
 /* diff_src at least this large is written with non-temporal stores (it would
@@ -2102,12 +2102,14 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
     if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
     if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        /* 16-bit rows: row b (and the next) 1 KiB ahead, once per 64-byte line
-           (measured 10-20 % faster on 4096- and 8192-wide rows out of cache,
-           one and two threads; f32 on AVX-512 measured slower) */
-        if (dt != NBWD_F32 && (i & 31) == 0) {
-            NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(2 * i + NBWD__PREFETCH_BYTES));
-            NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(2 * i + NBWD__PREFETCH_BYTES));
+        /* Row b (and the next) 1 KiB ahead, once per 64-byte line: 16-bit
+           rows (10-20 % faster on 4096- and 8192-wide rows out of cache, one
+           and two threads) and f32 rows of at least 4 KiB on paths narrower
+           than AVX-512 (avx2 and sse 8-20 % faster; 768-wide rows were 6 %
+           slower, and f32 on AVX-512 13-27 % slower) */
+        if (dt != NBWD_F32 ? (i & 31) == 0 : NBWD__VW < 16 && n >= 1024 && (i & 15) == 0) {
+            NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * (int64_t)nbwd__esize(dt) + NBWD__PREFETCH_BYTES));
+            NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * (int64_t)nbwd__esize(dt) + NBWD__PREFETCH_BYTES));
         }
         NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, 1, &sg, &sgx);
         NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, gamma, i + 2 * NBWD__VW <= nt_end);
