@@ -2099,17 +2099,19 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
     NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
     int64_t i = 0, nt_begin = 0, nt_end = 0;
+    /* Row b (and the next) is prefetched 1 KiB ahead, once per 64-byte line
+       (line_elems; 0: not at all): 16-bit rows (10-20 % faster on 4096- and
+       8192-wide rows out of cache, one and two threads) and f32 rows of at
+       least 4 KiB on paths narrower than AVX-512 (avx2 and sse 8-20 % faster;
+       768-wide rows were 6 % slower, and f32 on AVX-512 13-27 % slower). */
+    const int64_t esz = (int64_t)nbwd__esize(dt);
+    const int64_t line_elems = dt != NBWD_F32 ? 32 : NBWD__VW < 16 && n >= 1024 ? 16 : 0;
     if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
     if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        /* Row b (and the next) 1 KiB ahead, once per 64-byte line: 16-bit
-           rows (10-20 % faster on 4096- and 8192-wide rows out of cache, one
-           and two threads) and f32 rows of at least 4 KiB on paths narrower
-           than AVX-512 (avx2 and sse 8-20 % faster; 768-wide rows were 6 %
-           slower, and f32 on AVX-512 13-27 % slower) */
-        if (dt != NBWD_F32 ? (i & 31) == 0 : NBWD__VW < 16 && n >= 1024 && (i & 15) == 0) {
-            NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * (int64_t)nbwd__esize(dt) + NBWD__PREFETCH_BYTES));
-            NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * (int64_t)nbwd__esize(dt) + NBWD__PREFETCH_BYTES));
+        if (line_elems && (i & (line_elems - 1)) == 0) {
+            NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
+            NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
         }
         NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, gamma, col_dg, col_db, 1, &sg, &sgx);
         NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, gamma, i + 2 * NBWD__VW <= nt_end);
