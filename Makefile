@@ -51,6 +51,13 @@ $(BUILD)/nbwd_tests: $(TEST_DEP) | deps
 	@mkdir -p $(BUILD)
 	$(CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
 
+# The same tests in GNU C (gcc's default dialect, whose default floating-point
+# contraction fuses a multiply and an add into an FMA wherever it sees fit):
+# run_tests.sh runs the determinism suite on the FMA paths with it.
+$(BUILD)/nbwd_tests_gnu: $(TEST_DEP) | deps
+	@mkdir -p $(BUILD)
+	$(CC) -std=gnu11 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+
 # The same tests with the avx2, avx512 and neon layers emulated by SIMDe.
 $(BUILD)/nbwd_tests_emu: $(TEST_DEP) | deps
 	@mkdir -p $(BUILD)
@@ -60,24 +67,25 @@ $(BUILD)/nbwd_tests_emu: $(TEST_DEP) | deps
 $(BUILD)/nbwd_tests_a64: $(TEST_DEP)
 	@mkdir -p $(BUILD)
 	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -Itests -I. $(TEST_SRC) -o $@ -lm
+# (the OpenMP build in GNU C: on AArch64 every path, scalar too, may contract)
 $(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
 	@mkdir -p $(BUILD)
-	$(AARCH64_CC) -std=c99 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
+	$(AARCH64_CC) -std=gnu11 $(OPT) $(WARN) $(TEST_DEFS) -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm
 
 # Without the AArch64 tools (and not root) one line says the qemu runs are
 # skipped, and everything else runs (AARCH64=0 tells run_tests.sh).
 test: compile-deps
 	@if NEED_SKIPPING="the AArch64 (qemu) runs are skipped (they need: $(AARCH64_PKGS))" \
 	    $(MAKE) --no-print-directory -s aarch64-deps 2>/dev/null; then a64=1; else a64=0; fi; \
-	 bins="$(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu"; \
+	 bins="$(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu $(BUILD)/nbwd_tests_gnu"; \
 	 if [ $$a64 = 1 ]; then bins="$$bins $(BUILD)/nbwd_tests_a64 $(BUILD)/nbwd_tests_a64_omp"; fi; \
 	 $(MAKE) --no-print-directory -j$(TEST_JOBS) $$bins && \
 	 BUILD=$(BUILD) CC=$(CC) AARCH64=$$a64 tools/run_tests.sh all
 
-test-quick: $(BUILD)/nbwd_tests
+test-quick: $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_gnu
 	@BUILD=$(BUILD) tools/run_tests.sh quick
 
-test-native: $(BUILD)/nbwd_tests
+test-native: $(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_gnu
 	@BUILD=$(BUILD) tools/run_tests.sh native
 
 test-emulated: $(BUILD)/nbwd_tests_emu

@@ -151,7 +151,13 @@
    changes the bits of the others (diff_src alone equals diff_src with the
    parameter gradients). Different ISA paths may differ in the last bits
    (vector-lane order of the sums, FMA use); all stay within the tolerances
-   the tests check against a float64 reference.
+   the tests check against a float64 reference. This holds in any C dialect
+   and with any -ffp-contract under gcc (the implementation turns gcc's
+   floating-point contraction off: GNU C's default would fuse a multiply and
+   an add into an FMA differently in different inlined copies of a kernel;
+   not through nvcc, which rejects the pragma) and under clang's default
+   (clang's -ffp-contract=fast disregards pragmas: not covered); -ffast-math,
+   which reorders sums, is never supported.
 
    ============================================================================
    MEMORY
@@ -409,6 +415,17 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #include <string.h>
 #if defined(_OPENMP)
 #include <omp.h>
+#endif
+
+/* No floating-point contraction: GNU C (gcc's default mode) would fuse a
+   multiply and an add into an FMA wherever it sees fit, differently in
+   different inlined copies of the same kernel, and a row's bits would then
+   depend on which loop (and so which thread split) handled it. (Not under
+   nvcc, whose front end rejects the pragma, nor icc.) */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
+#define NBWD__GCC_NO_CONTRACT 1
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #if defined(NORM_BWD_MALLOC) && defined(NORM_BWD_FREE)
@@ -1841,6 +1858,9 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     return NBWD_OK;
 }
 
+#if defined(NBWD__GCC_NO_CONTRACT)
+#pragma GCC pop_options
+#endif
 #endif /* NORM_BWD_IMPLEMENTATION */
 
 #else /* NBWD__KERNEL_PASS */

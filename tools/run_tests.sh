@@ -1,7 +1,8 @@
 #!/bin/sh
 # run_tests.sh MODE - run the test binaries once per ISA path and add up the
 # runners' closing "N passed, N failed" lines into one final line.
-#   native    scalar, sse, avx2, avx512, avx512_bf16 (a path the CPU lacks is skipped)
+#   native    scalar, sse, avx2, avx512, avx512_bf16 (a path the CPU lacks is skipped),
+#             and the GNU C build's determinism suite on avx2, avx512, avx512_bf16
 #   emulated  avx512, avx512_bf16 and neon through SIMDe (build/nbwd_tests_emu)
 #   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max, --quick;
 #             neon_bf16 under max, which has BF16, and skipped on cortex-a53)
@@ -103,6 +104,8 @@ env_isa() {
 native() {
     for isa in scalar sse avx2 avx512 avx512_bf16; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
     run "native auto" "$B/nbwd_tests" --isa auto --quick
+    # the GNU C build: determinism on the paths where an FMA could be contracted
+    for isa in avx2 avx512 avx512_bf16; do run "gnu11 $isa determinism" "$B/nbwd_tests_gnu" --isa $isa --suite determinism; done
     run "NORM_BWD_ISA override" env_isa
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
