@@ -1860,6 +1860,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
 
 #if defined(NBWD__GCC_NO_CONTRACT)
 #pragma GCC pop_options
+#undef NBWD__GCC_NO_CONTRACT
 #endif
 #endif /* NORM_BWD_IMPLEMENTATION */
 

@@ -105,7 +105,9 @@ native() {
     for isa in scalar sse avx2 avx512 avx512_bf16; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
     run "native auto" "$B/nbwd_tests" --isa auto --quick
     # the GNU C build: determinism on the paths where an FMA could be contracted
-    for isa in avx2 avx512 avx512_bf16; do run "gnu11 $isa determinism" "$B/nbwd_tests_gnu" --isa $isa --suite determinism; done
+    for isa in avx2 avx512 avx512_bf16; do
+        run "gnu11 $isa determinism" "$B/nbwd_tests_gnu" --isa $isa --suite determinism
+    done
     run "NORM_BWD_ISA override" env_isa
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
