@@ -211,10 +211,11 @@
    SIMD AND DISPATCH
    ============================================================================
    Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64),
-   avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 narrowing to
-   bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
+   avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
+   to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
    BFCVTN, Armv8.6 BF16). All give the same bf16 bits (VCVTNEPS2BF16 flushes
-   f32 denormals, so vectors holding one take the integer rounding); all
+   f32 denormals, so vectors holding one, found by VFPCLASSPS, take the
+   integer rounding); all
    assume the default floating-point environment (nearest even, no FTZ/DAZ).
    x86 kernels carry target attributes, so a plain `cc -O2` build holds them
    all; the first call detects the CPU (cpuid + xgetbv for OS state; NEON is
@@ -766,7 +767,7 @@ static int nbwd__cpu_paths(void) {
             paths |= 1 << NBWD_ISA_AVX2;
             if ((xcr0 & 0xe6) == 0xe6 && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) && (ebx7 & (1u << 31))) {
                 paths |= 1 << NBWD_ISA_AVX512;
-                if (max_sub7 >= 1) {
+                if (max_sub7 >= 1 && (ebx7 & (1u << 17))) { /* AVX512DQ (VFPCLASSPS) */
                     nbwd__cpuid(7, 1, r);
                     if (r[0] & (1u << 5)) paths |= 1 << NBWD_ISA_AVX512_BF16; /* AVX512_BF16 */
                 }

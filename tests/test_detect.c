@@ -10,7 +10,8 @@
                     AVX2 (leaf 7.0 EBX 5), XCR0 & 0x6 == 0x6 (XMM + YMM state)
        avx512       avx2 + AVX512 F/BW/VL (leaf 7.0 EBX 16, 30, 31),
                     XCR0 & 0xE6 == 0xE6 (+ opmask, ZMM_Hi256, Hi16_ZMM state)
-       avx512_bf16  avx512 + AVX512_BF16 (leaf 7.1 EAX bit 5)
+       avx512_bf16  avx512 + AVX512DQ (leaf 7.0 EBX 17) + AVX512_BF16 (leaf
+                    7.1 EAX bit 5)
      AArch64 Linux: neon and sse (SIMDe translates it to NEON) always;
        neon_bf16 iff getauxval(AT_HWCAP2) & HWCAP2_BF16 (1 << 14).
    Compiled in (the configuration macros, as the header documents them):
@@ -122,7 +123,7 @@ static int td_cpu(char *what, size_t what_size) {
 #if defined(TD_X86)
     unsigned a = 0, b = 0, c = 0, d = 0, b7 = 0, max_sub7 = 0, a71 = 0;
     unsigned long long xcr0 = 0;
-    int sse2, osxsave, avx, fma, f16c, avx2 = 0, f = 0, bw = 0, vl = 0, bf16 = 0, ymm_os, zmm_os;
+    int sse2, osxsave, avx, fma, f16c, avx2 = 0, f = 0, bw = 0, vl = 0, dq = 0, bf16 = 0, ymm_os, zmm_os;
     if (!__get_cpuid(1, &a, &b, &c, &d)) a = b = c = d = 0;
     sse2 = (d >> 26) & 1;
     fma = (c >> 12) & 1;
@@ -134,6 +135,7 @@ static int td_cpu(char *what, size_t what_size) {
         b7 = b;
         avx2 = (b7 >> 5) & 1;
         f = (b7 >> 16) & 1;
+        dq = (b7 >> 17) & 1;
         bw = (b7 >> 30) & 1;
         vl = (b7 >> 31) & 1;
         if (max_sub7 >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) {
@@ -149,13 +151,13 @@ static int td_cpu(char *what, size_t what_size) {
         m |= TD_BIT(NBWD_ISA_AVX2);
         if (zmm_os && f && bw && vl) {
             m |= TD_BIT(NBWD_ISA_AVX512);
-            if (bf16) m |= TD_BIT(NBWD_ISA_AVX512_BF16);
+            if (dq && bf16) m |= TD_BIT(NBWD_ISA_AVX512_BF16);
         }
     }
     snprintf(what, what_size,
-             "x86: sse2 %d avx %d fma %d f16c %d osxsave %d xcr0 0x%llx avx2 %d avx512 f %d bw %d vl %d "
+             "x86: sse2 %d avx %d fma %d f16c %d osxsave %d xcr0 0x%llx avx2 %d avx512 f %d bw %d vl %d dq %d "
              "(leaf 7 subleaves %u) avx512_bf16 %d",
-             sse2, avx, fma, f16c, osxsave, xcr0, avx2, f, bw, vl, max_sub7 + 1, bf16);
+             sse2, avx, fma, f16c, osxsave, xcr0, avx2, f, bw, vl, dq, max_sub7 + 1, bf16);
 #elif defined(TD_ARM64_LINUX)
     unsigned long hwcap2 = getauxval(AT_HWCAP2);
     m |= TD_BIT(NBWD_ISA_NEON) | TD_BIT(NBWD_ISA_SSE);

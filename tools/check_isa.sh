@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_isa.sh - a plain `cc -O2` object (no -m flags) must carry real AVX2
 # and AVX-512 code: the AVX2 kernels use ymm registers and FMA, the AVX-512
-# kernels zmm registers and k masks, the avx512_bf16 kernels VCVTNEPS2BF16. Reads the disassembly of each function.
+# kernels zmm registers and k masks, the avx512_bf16 kernels VCVTNEPS2BF16 (and
+# VFPCLASSPS for the denormal test). Reads the disassembly of each function.
 set -u
 B=${BUILD:-build}/check-isa
 CC=${CC:-cc}
@@ -41,6 +42,7 @@ for f in nbwd__row_apply_avx512_bf16 nbwd__ln_rows_full_bf16_avx512_bf16 nbwd__l
          nbwd__bn_rows_bf16_avx512_bf16 nbwd__narrow_avx512_bf16; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
 done
+expect nbwd__ln_rows_full_bf16_avx512_bf16 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
 expect nbwd__ln_rows_full_bf16_avx512_bf16 '%zmm' 'zmm registers'
 # AArch64 (when the cross compiler is here): neon_bf16 narrows with BFCVTN
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
