@@ -165,6 +165,10 @@
    The *_workspace_size queries return the scratch size for a descriptor (for
    any choice of outputs). Pass a workspace of at least that size, or NULL to
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
+   Stack: a call uses about 14 KiB of the calling thread's stack and 12 KiB
+   of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
+   copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
+   keep between the row's sums and its dx.
 
    ============================================================================
    ERRORS AND GUARANTEES
@@ -2027,22 +2031,47 @@ NBWD__KFN NBWD__KN(nbwd__vset) NBWD__KN(nbwd__vset_of)(float xm, float xs, float
     return s;
 }
 
+/* 16-bit rows of up to NBWD__KEEP_COLS elements keep each element's g and
+   xhat in f32 (a stack buffer of about 8.5 KiB) from the row's reduction to
+   its dx, instead of loading and widening the row a second time: in L2,
+   64x768 bf16 15-25 % faster on avx512_bf16 and 12-25 % on avx512, avx2, sse
+   and scalar; out of cache 32768x768 10-13 % faster, 8192x1024 0-10 %. Wider
+   rows (4096 columns: 17 % slower; the buffer then leaves L1) and f32 rows
+   (nothing to widen: 64x768 20 % slower) recompute. g lies at keep[i], xhat at
+   keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
+#define NBWD__KEEP_COLS 1024
+#define NBWD__KEEP_XH (NBWD__KEEP_COLS + 64)
 /* The reduction of one vector at element i: sums g and g * xhat into the
    chain (sg, sgx) with g = dy * vgam, or dy without gamma (want_sums), and
    the column partials col_dg += dy * xhat, col_db += dy (each may be NULL).
-   The caller loads gamma's vector: the fused loop shares it between rows. */
+   The caller loads gamma's vector: the fused loop shares it between rows.
+   keep (or NULL; with want_sums): where g and xhat are stored for the dx. */
 NBWD__KFN void NBWD__KN(nbwd__reduce_at)(const void *x, const void *dy, int64_t i, int dt, int part, NBWD__VMASK m,
                                          NBWD__VF vxm, NBWD__VF vxs, int has_gamma, NBWD__VF vgam, float *col_dg,
-                                         float *col_db, int want_sums, NBWD__VF *sg, NBWD__VF *sgx) {
+                                         float *col_db, int want_sums, NBWD__VF *sg, NBWD__VF *sgx, float *keep) {
     NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
     NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), vxm), vxs);
     if (want_sums) {
         NBWD__VF g = has_gamma ? NBWD__VMUL(vdy, vgam) : vdy;
         *sg = NBWD__VADD(*sg, g);
         *sgx = NBWD__VFMA(g, xh, *sgx);
+        if (keep) {
+            NBWD__VSTORE_F32(keep, g);
+            NBWD__VSTORE_F32(keep + NBWD__KEEP_XH, xh);
+        }
     }
     if (col_dg) NBWD__STF(col_dg + i, part, m, NBWD__VFMA(vdy, xh, NBWD__LDF(col_dg + i, part, m)));
     if (col_db) NBWD__STF(col_db + i, part, m, NBWD__VADD(vdy, NBWD__LDF(col_db + i, part, m)));
+}
+
+/* dx of one vector at element i from its g and xhat (stream: non-temporal,
+   dx + i aligned). */
+NBWD__KFN void NBWD__KN(nbwd__apply_out)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m,
+                                         const NBWD__KN(nbwd__vset) *s, NBWD__VF g, NBWD__VF xh, int stream) {
+    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, s->mgx, s->mg)), s->scale);
+    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
+    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
+    else NBWD__KN(nbwd__st)(dx, i, dt, out);
 }
 
 /* dx of one vector at element i (stream: non-temporal, dx + i aligned). */
@@ -2052,19 +2081,18 @@ NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx,
     NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
     NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), s->xm), s->xs);
     NBWD__VF g = has_gamma ? NBWD__VMUL(vdy, vgam) : vdy;
-    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, s->mgx, s->mg)), s->scale);
-    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
-    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
-    else NBWD__KN(nbwd__st)(dx, i, dt, out);
+    NBWD__KN(nbwd__apply_out)(dx, i, dt, part, m, s, g, xh, stream);
 }
 
 /* The reduction of one row, in a fixed order: pairs of vectors into two
    chains (they hide the add latency), an odd last full vector into the first,
    the partial tail into the second. The fused loop below keeps this order, so
    a row's sums never depend on which loop handled it. sums NULL: column
-   partials only. */
+   partials only. keep (or NULL): the row's g and xhat are kept there. */
+#define NBWD__KEPT(keep, i) ((keep) ? (keep) + (i) : (float *)NULL)
 NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
-                                          const float *gamma, float *col_dg, float *col_db, float *sums) {
+                                          const float *gamma, float *col_dg, float *col_db, float *sums,
+                                          float *keep) {
     NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
     NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
@@ -2074,19 +2102,20 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt,
     const int hg = gam != NULL;
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
         NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, hg, NBWD__LDG(gam, i, 0, none), col_dg, col_db,
-                                  want, &sg, &sgx);
+                                  want, &sg, &sgx, NBWD__KEPT(keep, i));
         NBWD__KN(nbwd__reduce_at)(x, dy, i + NBWD__VW, dt, 0, none, vxm, vxs, hg,
-                                  NBWD__LDG(gam, i + NBWD__VW, 0, none), col_dg, col_db, want, &sg1, &sgx1);
+                                  NBWD__LDG(gam, i + NBWD__VW, 0, none), col_dg, col_db, want, &sg1, &sgx1,
+                                  NBWD__KEPT(keep, i + NBWD__VW));
     }
     if (i + NBWD__VW <= n) {
         NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, hg, NBWD__LDG(gam, i, 0, none), col_dg, col_db,
-                                  want, &sg, &sgx);
+                                  want, &sg, &sgx, NBWD__KEPT(keep, i));
         i += NBWD__VW;
     }
     if (i < n) {
         NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
         NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 1, m, vxm, vxs, hg, NBWD__LDG(gam, i, 1, m), col_dg, col_db, want,
-                                  &sg1, &sgx1);
+                                  &sg1, &sgx1, NBWD__KEPT(keep, i));
     }
     if (sums) {
         sums[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
@@ -2094,29 +2123,61 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt,
     }
 }
 
+/* dx of the vector at element i from its kept g and xhat. */
+NBWD__KFN void NBWD__KN(nbwd__apply_kept)(void *dx, const float *keep, int64_t i, int dt, int part, NBWD__VMASK m,
+                                          const NBWD__KN(nbwd__vset) *s, int stream) {
+    NBWD__KN(nbwd__apply_out)(dx, i, dt, part, m, s, NBWD__LDF(keep + i, part, m),
+                              NBWD__LDF(keep + NBWD__KEEP_XH + i, part, m), stream);
+}
+
+/* dx of the vector at element i: from its kept g and xhat, or computed. */
+NBWD__KFN void NBWD__KN(nbwd__apply_vec)(const void *x, const void *dy, void *dx, const float *keep, int64_t i,
+                                         int dt, int part, NBWD__VMASK m, const NBWD__KN(nbwd__vset) *s,
+                                         const float *gamma, int stream) {
+    if (keep)
+        NBWD__KN(nbwd__apply_kept)(dx, keep, i, dt, part, m, s, stream);
+    else
+        NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, part, m, s, gamma != NULL, NBWD__LDG(gamma, i, part, m), stream);
+}
+
 /* Elements [i, end) of dx, full vectors then a partial one (or none). */
-NBWD__KFN void NBWD__KN(nbwd__apply_span)(const void *x, const void *dy, void *dx, int64_t i, int64_t end, int dt,
-                                          const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
+NBWD__KFN void NBWD__KN(nbwd__apply_span)(const void *x, const void *dy, void *dx, const float *keep, int64_t i,
+                                          int64_t end, int dt, const NBWD__KN(nbwd__vset) *s, const float *gamma,
+                                          int stream) {
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
-        NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, 0, none, s, gamma != NULL, NBWD__LDG(gamma, i, 0, none), stream);
-    if (i < end) {
-        NBWD__VMASK m = NBWD__VMASK_FIRST(end - i);
-        NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, 1, m, s, gamma != NULL, NBWD__LDG(gamma, i, 1, m), 0);
-    }
+        NBWD__KN(nbwd__apply_vec)(x, dy, dx, keep, i, dt, 0, none, s, gamma, stream);
+    if (i < end) NBWD__KN(nbwd__apply_vec)(x, dy, dx, keep, i, dt, 1, NBWD__VMASK_FIRST(end - i), s, gamma, 0);
 }
 
 /* dx of one row. stream: the whole 64-byte lines of the row non-temporal. */
-NBWD__KFN void NBWD__KN(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                         const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
+NBWD__KFN void NBWD__KN(nbwd__apply_row)(const void *x, const void *dy, void *dx, const float *keep, int dt,
+                                         int64_t n, const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
     if (nt_end > nt_begin) {
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, 0, nt_begin, dt, s, gamma, 0);
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, nt_begin, nt_end, dt, s, gamma, 1);
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, nt_end, n, dt, s, gamma, 0);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, 0, nt_begin, dt, s, gamma, 0);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, nt_begin, nt_end, dt, s, gamma, 1);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, nt_end, n, dt, s, gamma, 0);
     } else {
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, 0, n, dt, s, gamma, 0);
+        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, 0, n, dt, s, gamma, 0);
+    }
+}
+
+/* One vector of the fused loop: row b's reduction at element i and row a's
+   dx there. With keep, row a's g and xhat are read from it before row b's
+   replace them. */
+NBWD__KFN void NBWD__KN(nbwd__fused_at)(const void *xa, const void *dya, void *dxa, const NBWD__KN(nbwd__vset) *sa,
+                                        const void *xb, const void *dyb, NBWD__VF vxm, NBWD__VF vxs, int64_t i,
+                                        int dt, int part, NBWD__VMASK m, int hg, NBWD__VF vgam, float *col_dg,
+                                        float *col_db, NBWD__VF *sg, NBWD__VF *sgx, float *keep, int stream) {
+    if (keep) {
+        NBWD__KN(nbwd__apply_kept)(dxa, keep, i, dt, part, m, sa, stream);
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, part, m, vxm, vxs, hg, vgam, col_dg, col_db, 1, sg, sgx,
+                                  keep + i);
+    } else {
+        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, part, m, vxm, vxs, hg, vgam, col_dg, col_db, 1, sg, sgx, NULL);
+        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, part, m, sa, hg, vgam, stream);
     }
 }
 
@@ -2125,11 +2186,13 @@ NBWD__KFN void NBWD__KN(nbwd__apply_row)(const void *x, const void *dy, void *dx
    memory while row a, read a moment ago, comes from the cache: one pass over
    DRAM keeps the loads in flight while the arithmetic runs. Row b's order is
    reduce_row's. stream: row a's whole lines non-temporal when its dx starts
-   on a line (else ordinary stores). */
+   on a line (else ordinary stores). keep (or NULL): row a's g and xhat, which
+   row b's replace. */
 NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa,
                                           const NBWD__KN(nbwd__vset) *sa, const void *xb, const void *dyb,
                                           float xmb, float xsb, float *sums_b, int dt, int64_t n,
-                                          const float *gamma, float *col_dg, float *col_db, int stream) {
+                                          const float *gamma, float *col_dg, float *col_db, float *keep,
+                                          int stream) {
     NBWD__VF vxm = NBWD__VSET1(xmb), vxs = NBWD__VSET1(xsb), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
     NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
@@ -2149,27 +2212,27 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
             NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
             NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
         }
-        /* gamma loaded once for both rows: the compiler cannot reuse one
-           load across the column-partial stores, which might alias gamma
-           (64x768 f32 in L2: 10-13 % faster) */
-        NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none), g1 = NBWD__LDG(gamma, i + NBWD__VW, 0, none);
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, hg, g0, col_dg, col_db, 1, &sg, &sgx);
-        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, hg, g0, i + 2 * NBWD__VW <= nt_end);
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i + NBWD__VW, dt, 0, none, vxm, vxs, hg, g1, col_dg, col_db, 1, &sg1,
-                                  &sgx1);
-        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i + NBWD__VW, dt, 0, none, sa, hg, g1, i + 2 * NBWD__VW <= nt_end);
+        {
+            /* gamma loaded once for both rows: the compiler cannot reuse one
+               load across the column-partial stores, which might alias gamma
+               (64x768 f32 in L2: 10-13 % faster) */
+            NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none), g1 = NBWD__LDG(gamma, i + NBWD__VW, 0, none);
+            int st = i + 2 * NBWD__VW <= nt_end;
+            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, g0, col_dg, col_db,
+                                     &sg, &sgx, keep, st);
+            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i + NBWD__VW, dt, 0, none, hg, g1, col_dg,
+                                     col_db, &sg1, &sgx1, keep, st);
+        }
     }
     if (i + NBWD__VW <= n) {
-        NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none);
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, hg, g0, col_dg, col_db, 1, &sg, &sgx);
-        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 0, none, sa, hg, g0, i + NBWD__VW <= nt_end);
+        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, NBWD__LDG(gamma, i, 0, none),
+                                 col_dg, col_db, &sg, &sgx, keep, i + NBWD__VW <= nt_end);
         i += NBWD__VW;
     }
     if (i < n) {
         NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
-        NBWD__VF g0 = NBWD__LDG(gamma, i, 1, m);
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 1, m, vxm, vxs, hg, g0, col_dg, col_db, 1, &sg1, &sgx1);
-        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, 1, m, sa, hg, g0, 0);
+        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 1, m, hg, NBWD__LDG(gamma, i, 1, m),
+                                 col_dg, col_db, &sg1, &sgx1, keep, 0);
     }
     sums_b[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
     sums_b[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
@@ -2358,7 +2421,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float
         r1 = r0 + sub < r->count ? r0 + sub : r->count;
         for (i = r0; i < r1; ++i) {
             NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, NULL, NULL, sums);
+                                       r->xs[i], gamma, NULL, NULL, sums, NULL);
             mg[i] = sums[0] * inv_n;
             mgx[i] = sums[1] * inv_n;
         }
@@ -2374,13 +2437,34 @@ NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float
     if (stream) NBWD__VSFENCE();
 }
 
-/* A batch of LayerNorm rows. With dx, the rows are software-pipelined: row
-   i's sums are reduced in the same loop that writes row i-1's dx. */
-NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                            float *col_db) {
+/* Rows with dx, software-pipelined: row i's sums are reduced in the same
+   loop that writes row i-1's dx. keep: see fused_rows. */
+NBWD__KFN void NBWD__KN(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                          float *col_db, float *keep) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     float inv_n = 1.0f / (float)n, sums[2];
     NBWD__KN(nbwd__vset) s;
+    NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0],
+                               gamma, col_dg, col_db, sums, keep);
+    for (i = 1; i < r->count; ++i) {
+        s = NBWD__KN(nbwd__vset_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
+        NBWD__KN(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
+                                   r->dx + r->dx_off[i - 1] * esz, &s, r->x + r->x_off[i] * esz,
+                                   r->dy + r->dy_off[i] * esz, r->xm[i], r->xs[i], sums, dt, n, gamma, col_dg,
+                                   col_db, keep, r->stream);
+    }
+    i = r->count - 1;
+    s = NBWD__KN(nbwd__vset_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+    NBWD__KN(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz,
+                              keep, dt, n, &s, gamma, r->stream);
+    if (r->stream) NBWD__VSFENCE(); /* order the streamed stores before the caller reads dx */
+}
+
+/* A batch of LayerNorm rows. */
+NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
+                                            float *col_db, int may_keep) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];
     if (n <= NBWD__NARROW_VECS * NBWD__VW) {
         NBWD__KN(nbwd__ln_narrow)(r, dt, gamma, col_dg, col_db);
         return;
@@ -2393,23 +2477,13 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
     if (!r->dx) {
         for (i = 0; i < r->count; ++i)
             NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, col_dg, col_db, NULL);
+                                       r->xs[i], gamma, col_dg, col_db, NULL, NULL);
         return;
     }
-    NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0],
-                               gamma, col_dg, col_db, sums);
-    for (i = 1; i < r->count; ++i) {
-        s = NBWD__KN(nbwd__vset_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
-        NBWD__KN(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                   r->dx + r->dx_off[i - 1] * esz, &s, r->x + r->x_off[i] * esz,
-                                   r->dy + r->dy_off[i] * esz, r->xm[i], r->xs[i], sums, dt, n, gamma, col_dg,
-                                   col_db, r->stream);
-    }
-    i = r->count - 1;
-    s = NBWD__KN(nbwd__vset_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
-    NBWD__KN(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
-                              n, &s, gamma, r->stream);
-    if (r->stream) NBWD__VSFENCE(); /* order the streamed stores before the caller reads dx */
+    /* see NBWD__KEEP_COLS; a runtime choice for 16-bit rows (two copies of
+       the loop made the header 38 % slower to compile) */
+    NBWD__KN(nbwd__ln_rows_dx)(r, dt, gamma, col_dg, col_db,
+                               may_keep && dt != NBWD_F32 && n <= NBWD__KEEP_COLS ? keep : NULL);
 }
 
 /* A batch of BatchNorm NXC rows (every channel in each row). */
@@ -2564,7 +2638,7 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_rows)(const void *x, const void *dy, const 
     float s[2];
     for (i = 0; i < count; ++i, sums += sums_step) {
         NBWD__KN(nbwd__reduce_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz, dt, n,
-                                   xm[i], xs[i], NULL, NULL, NULL, s);
+                                   xm[i], xs[i], NULL, NULL, NULL, s, NULL);
         sums[0] += s[0];
         sums[1] += s[1];
     }
@@ -2584,7 +2658,7 @@ NBWD__KFN void NBWD__KN(nbwd__apply_rows)(const void *x, const void *dy, void *d
     for (i = 0; i < count; ++i) {
         NBWD__KN(nbwd__vset) s = NBWD__KN(nbwd__vset_of)(xm[i], xs[i], mean_g[i], mean_gx[i], scale[i]);
         NBWD__KN(nbwd__apply_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz,
-                                  (char *)dx + i * step[2] * esz, dt, n, &s, NULL, stream);
+                                  (char *)dx + i * step[2] * esz, NULL, dt, n, &s, NULL, stream);
     }
 }
 static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
@@ -2606,16 +2680,16 @@ static NBWD__KTARGET void NBWD__KN(nbwd__store_fence)(void) { NBWD__VSFENCE(); }
     NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_full_##SUF)(const nbwd__rows *r) {             \
         const float *gamma = r->gamma; /* tested here, so known non-NULL in the body */                     \
         float *dg = r->col_dg, *db = r->col_db;                                                             \
-        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db);                          \
+        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db, 1);                       \
     }                                                                                                       \
     NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_any_##SUF)(const nbwd__rows *r) {              \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, r->col_dg, r->col_db);                                \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, r->col_dg, r->col_db, 0);                             \
     }                                                                                                       \
     NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_gamma_##SUF)(const nbwd__rows *r) {         \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, NULL, NULL);                                          \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, NULL, NULL, 1);                                       \
     }                                                                                                       \
     NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_##SUF)(const nbwd__rows *r) {               \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL);                                              \
+        NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL, 0);                                           \
     }                                                                                                       \
     static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
         if (r->gamma && r->col_dg && r->col_db) NBWD__KN(nbwd__ln_rows_full_##SUF)(r);                      \

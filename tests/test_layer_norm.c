@@ -392,18 +392,23 @@ static void ln_full_cross(void) {
 
 /* 2. Row lengths (vector widths +-1, tails, long rows) x every dtype combo. */
 static void ln_row_lengths(void) {
-    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 1000, 4097};
+    /* 1024 and 1025: the last row length whose g and xhat the 16-bit kernels
+       keep, and the first they recompute (NBWD__KEEP_COLS); 9 rows of them
+       stream dx in bf16 under the test build's NORM_BWD_STREAM_BYTES; every
+       other combo of them asks for dx alone (the kernels' dx-with-gamma case) */
+    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 1000, 1024, 1025, 4097};
     int li, k;
     for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); ++li)
         for (k = 0; k < N_COMBOS; ++k) {
             ln_cfg c;
             if (g_quick && k % 3 != 0) continue;
             ln_defaults(&c);
-            set_dims(&c, 2, lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
+            set_dims(&c, 2, lens[li] == 1024 || lens[li] == 1025 ? 9 : lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
             c.form = (nbwd_stats_form)((li + k) % 3);
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.layout = (li + k) % 2 ? L_PADDED : L_DENSE;
             c.caller_ws = k % 4 == 1;
+            if ((lens[li] == 1024 || lens[li] == 1025) && k % 2) c.outputs = O_DX;
             c.seed = ++g_seed;
             ln_run(&c);
         }
