@@ -2709,6 +2709,9 @@ static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
 #undef NBWD__LDF
 #undef NBWD__LDG
 #undef NBWD__STF
+#undef NBWD__KEEP_COLS
+#undef NBWD__KEEP_XH
+#undef NBWD__KEPT
 
 /* A batch of rows' rstd: the scalar code's double-precision operations on
    vectors of doubles where the layer has them (NBWD__RSTD_VEC: IEEE add,
