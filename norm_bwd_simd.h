@@ -539,7 +539,7 @@ static NBWD__MASK16 nbwd__denormal_lanes(NBWD__M512 v) {
 #else
 #define nbwd__cvtneps_pbh(v) ((__m256i)_mm512_cvtneps_pbh(v))
 /* VFPCLASSPS (AVX512DQ) class 0x20: denormal. One instruction where the
-   integer test took three: 64x768 bf16 in L2 ~15 % faster. */
+   integer test took three: 64x768 bf16 in L2 about 9 % faster. */
 #define nbwd__denormal_lanes(v) _mm512_fpclass_ps_mask(v, 0x20)
 #endif
 /* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs as the integer path
