@@ -2212,17 +2212,15 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
             NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
             NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
         }
-        {
-            /* gamma loaded once for both rows: the compiler cannot reuse one
-               load across the column-partial stores, which might alias gamma
-               (64x768 f32 in L2: 10-13 % faster) */
-            NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none), g1 = NBWD__LDG(gamma, i + NBWD__VW, 0, none);
-            int st = i + 2 * NBWD__VW <= nt_end;
-            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, g0, col_dg, col_db,
-                                     &sg, &sgx, keep, st);
-            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i + NBWD__VW, dt, 0, none, hg, g1, col_dg,
-                                     col_db, &sg1, &sgx1, keep, st);
-        }
+        /* gamma loaded once for both rows: the compiler cannot reuse one
+           load across the column-partial stores, which might alias gamma
+           (64x768 f32 in L2: 10-13 % faster) */
+        NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none), g1 = NBWD__LDG(gamma, i + NBWD__VW, 0, none);
+        int st = i + 2 * NBWD__VW <= nt_end;
+        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, g0, col_dg, col_db, &sg,
+                                 &sgx, keep, st);
+        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i + NBWD__VW, dt, 0, none, hg, g1, col_dg,
+                                 col_db, &sg1, &sgx1, keep, st);
     }
     if (i + NBWD__VW <= n) {
         NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, NBWD__LDG(gamma, i, 0, none),

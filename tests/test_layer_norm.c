@@ -401,14 +401,15 @@ static void ln_row_lengths(void) {
     for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); ++li)
         for (k = 0; k < N_COMBOS; ++k) {
             ln_cfg c;
+            int keep_edge = lens[li] == 1024 || lens[li] == 1025;
             if (g_quick && k % 3 != 0) continue;
             ln_defaults(&c);
-            set_dims(&c, 2, lens[li] == 1024 || lens[li] == 1025 ? 9 : lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
+            set_dims(&c, 2, keep_edge ? 9 : lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
             c.form = (nbwd_stats_form)((li + k) % 3);
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.layout = (li + k) % 2 ? L_PADDED : L_DENSE;
             c.caller_ws = k % 4 == 1;
-            if ((lens[li] == 1024 || lens[li] == 1025) && k % 2) c.outputs = O_DX;
+            if (keep_edge && k % 2) c.outputs = O_DX;
             c.seed = ++g_seed;
             ln_run(&c);
         }
