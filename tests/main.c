@@ -232,10 +232,13 @@ double t_max_finite(nbwd_dtype dt) {
 }
 
 /* ------------------------------------------------------------ buffers */
+#define T_LEAD_MAX (63 + 16) /* the most bytes placed before the elements to align them (t_buf_alloc) */
 int t_buf_alloc(t_buf *b, int rank, const int64_t *dims, const int64_t *strides, nbwd_dtype dt) {
+    static unsigned serial; /* buffers allocated so far */
+    unsigned serial_hash;
     int64_t lo = 0, hi = 0, s = 1, count = 1;
     int d, empty = 0;
-    size_t esz = t_esize(dt);
+    size_t esz = t_esize(dt), lead;
     memset(b, 0, sizeof *b);
     b->rank = rank;
     b->dt = dt;
@@ -252,12 +255,24 @@ int t_buf_alloc(t_buf *b, int rank, const int64_t *dims, const int64_t *strides,
             int64_t span = b->strides[d] * (dims[d] - 1);
             if (span < 0) lo += span; else hi += span;
         }
-    b->alloc_bytes = (size_t)(empty ? 0 : (hi - lo + 1)) * esz + 2 * T_GUARD;
+    /* The lowest element lies on a 64-byte line or 16 bytes into one, a
+       hash of the buffer's serial number choosing, so that both the
+       non-temporal dx stores (rows that start on a line) and the ordinary
+       ones run: malloc alone gives 16-byte alignment, mostly not 64. */
+    serial_hash = (unsigned)(serial++ * 2654435761u) >> 31;
+    b->alloc_bytes = (size_t)(empty ? 0 : (hi - lo + 1)) * esz + 2 * T_GUARD + T_LEAD_MAX;
     b->alloc = (unsigned char *)malloc(b->alloc_bytes);
     if (!b->alloc) return 0;
     memset(b->alloc, T_CANARY, b->alloc_bytes);
-    b->base = (char *)b->alloc + T_GUARD + (size_t)(-lo) * esz;
+    lead = (64 - (size_t)((uintptr_t)(b->alloc + T_GUARD) % 64)) % 64 + (serial_hash ? 16 : 0);
+    b->span = b->alloc + lead;
+    b->span_bytes = b->alloc_bytes - T_LEAD_MAX;
+    b->base = (char *)b->span + T_GUARD + (size_t)(-lo) * esz;
     return 1;
+}
+
+int t_buf_same_bytes(const t_buf *a, const t_buf *b) {
+    return a->span_bytes == b->span_bytes && memcmp(a->span, b->span, a->span_bytes) == 0;
 }
 
 void t_buf_free(t_buf *b) {

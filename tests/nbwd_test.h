@@ -95,6 +95,8 @@ double t_max_finite(nbwd_dtype dt);
 typedef struct t_buf {
     unsigned char *alloc;
     size_t alloc_bytes;
+    unsigned char *span; /* the elements with T_GUARD bytes either side (alloc may hold more) */
+    size_t span_bytes;
     char *base; /* element (0, ..., 0) */
     int rank;
     int64_t dims[NBWD_MAX_RANK];
@@ -106,6 +108,8 @@ typedef struct t_buf {
 /* strides NULL: dense row-major. Returns 0 on allocation failure. */
 int t_buf_alloc(t_buf *b, int rank, const int64_t *dims, const int64_t *strides, nbwd_dtype dt);
 void t_buf_free(t_buf *b);
+/* The same bytes in the elements, padding and guards (same shape and strides). */
+int t_buf_same_bytes(const t_buf *a, const t_buf *b);
 /* Logical (row-major) index -> element offset. */
 int64_t t_buf_offset(const t_buf *b, int64_t linear);
 double t_buf_get(const t_buf *b, int64_t linear);

@@ -12,10 +12,6 @@ static const int k_threads[] = {1, 2, 3, 5, 0};
 
 static const nbwd_dtype k_dts[3] = {NBWD_F32, NBWD_F16, NBWD_BF16};
 
-static int same_bytes(const t_buf *a, const t_buf *b) {
-    return a->alloc_bytes == b->alloc_bytes && memcmp(a->alloc, b->alloc, a->alloc_bytes) == 0;
-}
-
 /* LayerNorm rows x n inputs (x, dy, mean, variance, gamma of dtype pdt),
    random from seed, and a descriptor and args that point at them. */
 typedef struct ln_inputs {
@@ -86,9 +82,9 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
         s = nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0);
         CHECK_STATUS(s, NBWD_OK);
         if (t > 0) {
-            CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
-            CHECK(same_bytes(&dg[0], &dg[1]), "diff_gamma with %d threads differs from 1 thread", k_threads[t]);
-            CHECK(same_bytes(&db[0], &db[1]), "diff_beta with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(t_buf_same_bytes(&dg[0], &dg[1]), "diff_gamma with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(t_buf_same_bytes(&db[0], &db[1]), "diff_beta with %d threads differs from 1 thread", k_threads[t]);
         }
     }
     ln_inputs_free(&in);
@@ -151,8 +147,8 @@ static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, 
         in.a.diff_src = dx[k].base; in.a.diff_gamma = dg[k].base; in.a.diff_beta = db[k].base;
         CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
         if (t > 0) {
-            CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
-            CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+            CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
+            CHECK(t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]),
                   "diff_gamma/diff_beta with %d threads differ from 1 thread", k_threads[t]);
         }
     }
@@ -160,7 +156,7 @@ static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, 
     in.d.num_threads = 0;
     in.a.diff_src = NULL; in.a.diff_gamma = dg[1].base; in.a.diff_beta = db[1].base;
     CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
-    CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]), "diff_gamma/diff_beta without diff_src differ");
+    CHECK(t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]), "diff_gamma/diff_beta without diff_src differ");
     bn_inputs_free(&in);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
@@ -213,7 +209,7 @@ static void concurrent_calls(void) {
     st[T] = nbwd_layer_norm_bwd(&d, &a, NULL, 0);
     for (t = 0; t <= T; ++t) {
         if (st[t] != NBWD_OK) sok = 0;
-        if (t < T && (!same_bytes(&dx[t], &dx[T]) || !same_bytes(&dg[t], &dg[T]) || !same_bytes(&db[t], &db[T])))
+        if (t < T && (!t_buf_same_bytes(&dx[t], &dx[T]) || !t_buf_same_bytes(&dg[t], &dg[T]) || !t_buf_same_bytes(&db[t], &db[T])))
             ok = 0;
     }
     CHECK(sok, "a concurrent call failed");
@@ -246,15 +242,15 @@ static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t se
     CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     in.a.diff_src = dx[1].base; in.a.diff_gamma = NULL; in.a.diff_beta = NULL;
     CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
-    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src alone differs from diff_src with the parameter gradients");
+    CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src alone differs from diff_src with the parameter gradients");
     in.a.diff_src = NULL; in.a.diff_gamma = dg[1].base; in.a.diff_beta = db[1].base;
     CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
-    CHECK(same_bytes(&dg[0], &dg[1]), "diff_gamma without diff_src differs");
-    CHECK(same_bytes(&db[0], &db[1]), "diff_beta without diff_src differs");
+    CHECK(t_buf_same_bytes(&dg[0], &dg[1]), "diff_gamma without diff_src differs");
+    CHECK(t_buf_same_bytes(&db[0], &db[1]), "diff_beta without diff_src differs");
     in.a.diff_src = dx[1].base; in.a.diff_gamma = dg[2].base; in.a.diff_beta = NULL;
     CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
-    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src with diff_gamma only differs");
-    CHECK(same_bytes(&dg[0], &dg[2]), "diff_gamma with diff_src but no diff_beta differs");
+    CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src with diff_gamma only differs");
+    CHECK(t_buf_same_bytes(&dg[0], &dg[2]), "diff_gamma with diff_src but no diff_beta differs");
     ln_inputs_free(&in);
     for (t = 0; t < 3; ++t) {
         if (t < 2) t_buf_free(&dx[t]);
@@ -300,8 +296,8 @@ static void ln_forms_agree(int64_t rows, int64_t n, nbwd_dtype dt, float eps, ui
         in.a.diff_src = dx[t].base; in.a.diff_gamma = dg[t].base; in.a.diff_beta = db[t].base;
         CHECK_STATUS(nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     }
-    CHECK(same_bytes(&dx[0], &dx[1]), "diff_src from the variance differs from diff_src from its rstd");
-    CHECK(same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+    CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src from the variance differs from diff_src from its rstd");
+    CHECK(t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]),
           "diff_gamma/diff_beta from the variance differ from those from its rstd");
     ln_inputs_free(&in);
     t_buf_free(&rstd);
@@ -337,7 +333,7 @@ static void bn_forms_agree(int rank, const int64_t *dims, nbwd_layout L, nbwd_dt
         in.a.diff_src = dx[t].base; in.a.diff_gamma = dg[t].base; in.a.diff_beta = db[t].base;
         CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     }
-    CHECK(same_bytes(&dx[0], &dx[1]) && same_bytes(&dg[0], &dg[1]) && same_bytes(&db[0], &db[1]),
+    CHECK(t_buf_same_bytes(&dx[0], &dx[1]) && t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]),
           "outputs from the variance differ from those from its rstd");
     bn_inputs_free(&in);
     t_buf_free(&rstd);
