@@ -1,6 +1,7 @@
 # norm_bwd - header-only normalization backward kernels.
 #   make test          every test: all CPU paths (native and emulated), the
-#                      AArch64 build under qemu, the compile matrix, check-isa
+#                      AArch64 build under qemu, the compile matrix's core
+#                      builds, check-isa (make compile-check: all of it)
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
 #   make install PREFIX=/usr/local   headers + pkg-config file
 #   make clean
@@ -96,9 +97,11 @@ test-neon: deps aarch64-deps
 	@BUILD=$(BUILD) tools/run_tests.sh neon
 
 # The header as C99 and C++11, gcc and clang, -O0/-O2, with/without OpenMP,
-# two translation units, the README example.
+# two translation units, the README example. `make test` runs its core
+# builds (MATRIX=core); this target and .ci/run all of them.
+MATRIX ?= full
 compile-check: compile-deps
-	@BUILD=$(BUILD) tools/compile_check.sh
+	@BUILD=$(BUILD) MATRIX=$(MATRIX) tools/compile_check.sh
 
 # objdump proof that a plain -O2 build carries real AVX2 and AVX-512 code.
 check-isa: deps
