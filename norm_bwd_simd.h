@@ -107,14 +107,24 @@ static inline simde__m128 nbwd__sse_load_bf16(const uint16_t *p) {
     simde__m128i h = simde_mm_loadl_epi64((const simde__m128i *)(const void *)p);
     return simde_mm_castsi128_ps(simde_mm_unpacklo_epi16(simde_mm_setzero_si128(), h)); /* h << 16 */
 }
-static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
+/* The bf16 bits of each lane (round to nearest even, NaNs quieted),
+   sign-extended from 16 bits: packs_epi32 keeps them exactly. */
+static inline simde__m128i nbwd__sse_round_bf16(simde__m128 v) {
     simde__m128i u = simde_mm_castps_si128(v);
     simde__m128i lsb = simde_mm_and_si128(simde_mm_srli_epi32(u, 16), simde_mm_set1_epi32(1));
     simde__m128i r = simde_mm_srai_epi32(simde_mm_add_epi32(u, simde_mm_add_epi32(lsb, simde_mm_set1_epi32(0x7fff))), 16);
     simde__m128i q = simde_mm_srai_epi32(simde_mm_or_si128(u, simde_mm_set1_epi32(0x400000)), 16);
     simde__m128i nan = simde_mm_castps_si128(simde_mm_cmpunord_ps(v, v));
-    r = simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
-    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r)); /* exact: r fits int16 */
+    return simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
+}
+static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
+    simde__m128i r = nbwd__sse_round_bf16(v);
+    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r));
+}
+/* two vectors, one pack and one 16-byte store */
+static inline void nbwd__sse_store2_bf16(uint16_t *p, simde__m128 v0, simde__m128 v1) {
+    simde_mm_storeu_si128((simde__m128i *)(void *)p,
+                          simde_mm_packs_epi32(nbwd__sse_round_bf16(v0), nbwd__sse_round_bf16(v1)));
 }
 /* f16: F16C's instructions where the build has F16C (SIMDe then maps
    simde_mm_cvtph_ps / cvtps_ph to them). Elsewhere (plain x86-64, AArch64)
@@ -223,6 +233,8 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__VSTREAM_F32(p, v) simde_mm_stream_ps(p, v)
 #define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v) /* 8-byte stores: no SSE2 stream */
 #define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
+#define NBWD__VSTORE2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
+#define NBWD__VSTREAM2_BF16(p, v0, v1) NBWD__VSTORE2_BF16(p, v0, v1)
 #define NBWD__VSFENCE() simde_mm_sfence()
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
@@ -298,17 +310,27 @@ static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *
     NBWD__M128I h = NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p);
     return NBWD__MM256(castsi256_ps)(NBWD__MM256(slli_epi32)(NBWD__MM256(cvtepu16_epi32)(h), 16));
 }
-static inline NBWD__TARGET_AVX2 NBWD__M128I nbwd__avx2_pack_bf16(NBWD__M256 v) {
+/* The bf16 bits of each lane (round to nearest even, NaNs quieted) in its
+   low 16 bits, the upper 16 zero. */
+static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_round_bf16(NBWD__M256 v) {
     NBWD__M256I u = NBWD__MM256(castps_si256)(v);
     NBWD__M256I lsb = NBWD__MM256(and_si256)(NBWD__MM256(srli_epi32)(u, 16), NBWD__MM256(set1_epi32)(1));
-    NBWD__M256I r = NBWD__MM256(srai_epi32)(
-        NBWD__MM256(add_epi32)(u, NBWD__MM256(add_epi32)(lsb, NBWD__MM256(set1_epi32)(0x7fff))), 16);
-    NBWD__M256I q = NBWD__MM256(srai_epi32)(NBWD__MM256(or_si256)(u, NBWD__MM256(set1_epi32)(0x400000)), 16);
+    NBWD__M256I r = NBWD__MM256(add_epi32)(u, NBWD__MM256(add_epi32)(lsb, NBWD__MM256(set1_epi32)(0x7fff)));
+    NBWD__M256I q = NBWD__MM256(or_si256)(u, NBWD__MM256(set1_epi32)(0x400000));
     NBWD__M256I nan = NBWD__MM256(castps_si256)(NBWD__MM256(cmp_ps)(v, v, NBWD__CMP_UNORD));
-    r = NBWD__MM256(blendv_epi8)(r, q, nan);
-    r = NBWD__MM256(packs_epi32)(r, r);         /* per 128-bit lane: r0..3 r0..3 | r4..7 r4..7 */
+    return NBWD__MM256(srli_epi32)(NBWD__MM256(blendv_epi8)(r, q, nan), 16);
+}
+static inline NBWD__TARGET_AVX2 NBWD__M128I nbwd__avx2_pack_bf16(NBWD__M256 v) {
+    NBWD__M256I r = nbwd__avx2_round_bf16(v);
+    r = NBWD__MM256(packus_epi32)(r, r);        /* per 128-bit lane: r0..3 r0..3 | r4..7 r4..7 */
     r = NBWD__MM256(permute4x64_epi64)(r, 0x08); /* qwords 0 and 2 to the low half */
     return NBWD__MM256(castsi256_si128)(r);
+}
+/* Two vectors, one pack and one lane shuffle for both: 16 bf16 a 256-bit
+   store. */
+static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_pack2_bf16(NBWD__M256 v0, NBWD__M256 v1) {
+    NBWD__M256I r = NBWD__MM256(packus_epi32)(nbwd__avx2_round_bf16(v0), nbwd__avx2_round_bf16(v1));
+    return NBWD__MM256(permute4x64_epi64)(r, 0xd8); /* a0..3 b0..3 | a4..7 b4..7 to a0..7 b0..7 */
 }
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
     NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
@@ -338,6 +360,10 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
 #define NBWD__VSTREAM_F16(p, v) \
     NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
 #define NBWD__VSTREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
+#define NBWD__VSTORE2_BF16(p, v0, v1) \
+    NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
+#define NBWD__VSTREAM2_BF16(p, v0, v1) \
+    NBWD__MM256(stream_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
 #define NBWD__VSFENCE() NBWD__MM(sfence)()
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
