@@ -2095,31 +2095,32 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_at)(const void *x, const void *dy, int64_t 
 
 /* dx from g and xhat */
 #define NBWD__DX_OF(s, g, xh) NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, (s)->mgx, (s)->mg)), (s)->scale)
-/* dx of one vector at element i from its g and xhat (stream: non-temporal,
-   dx + i aligned). */
-NBWD__KFN void NBWD__KN(nbwd__apply_out)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m,
-                                         const NBWD__KN(nbwd__vset) *s, NBWD__VF g, NBWD__VF xh, int stream) {
-    NBWD__VF out = NBWD__DX_OF(s, g, xh);
+/* Stores dx's vector at element i: partial (mask m), non-temporal (stream:
+   dx + i aligned) or ordinary. */
+NBWD__KFN void NBWD__KN(nbwd__st_dx)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m, NBWD__VF out,
+                                     int stream) {
     if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
     else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
     else NBWD__KN(nbwd__st)(dx, i, dt, out);
 }
-
-/* dx of the full vector at element i, not stored */
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__dx_at)(const void *x, const void *dy, int64_t i, int dt,
+/* dx of one vector at element i from its g and xhat, stored */
+NBWD__KFN void NBWD__KN(nbwd__apply_out)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m,
+                                         const NBWD__KN(nbwd__vset) *s, NBWD__VF g, NBWD__VF xh, int stream) {
+    NBWD__KN(nbwd__st_dx)(dx, i, dt, part, m, NBWD__DX_OF(s, g, xh), stream);
+}
+/* dx of one vector at element i from x and dy, not stored */
+NBWD__KFN NBWD__VF NBWD__KN(nbwd__dx_at)(const void *x, const void *dy, int64_t i, int dt, int part, NBWD__VMASK m,
                                          const NBWD__KN(nbwd__vset) *s, int has_gamma, NBWD__VF vgam) {
-    NBWD__VF vdy = NBWD__KN(nbwd__ld)(dy, i, dt);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__KN(nbwd__ld)(x, i, dt), s->xm), s->xs);
+    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
+    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), s->xm), s->xs);
     return NBWD__DX_OF(s, has_gamma ? NBWD__VMUL(vdy, vgam) : vdy, xh);
 }
-/* dx of one vector at element i (stream: non-temporal, dx + i aligned). */
+/* dx of one vector at element i from x and dy, stored */
 NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
                                         NBWD__VMASK m, const NBWD__KN(nbwd__vset) *s, int has_gamma,
                                         NBWD__VF vgam, int stream) {
-    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), s->xm), s->xs);
-    NBWD__VF g = has_gamma ? NBWD__VMUL(vdy, vgam) : vdy;
-    NBWD__KN(nbwd__apply_out)(dx, i, dt, part, m, s, g, xh, stream);
+    NBWD__KN(nbwd__st_dx)(dx, i, dt, part, m, NBWD__KN(nbwd__dx_at)(x, dy, i, dt, part, m, s, has_gamma, vgam),
+                          stream);
 }
 
 /* The reduction of one row, in a fixed order: pairs of vectors into two
@@ -2182,7 +2183,8 @@ NBWD__KFN void NBWD__KN(nbwd__apply_vec)(const void *x, const void *dy, void *dx
 NBWD__KFN NBWD__VF NBWD__KN(nbwd__dx_full)(const void *x, const void *dy, const float *keep, int64_t i, int dt,
                                            const NBWD__KN(nbwd__vset) *s, const float *gamma) {
     if (keep) return NBWD__DX_OF(s, NBWD__VLOAD_F32(keep + i), NBWD__VLOAD_F32(keep + NBWD__KEEP_XH + i));
-    return NBWD__KN(nbwd__dx_at)(x, dy, i, dt, s, gamma != NULL, gamma ? NBWD__VLOAD_F32(gamma + i) : NBWD__VZERO());
+    return NBWD__KN(nbwd__dx_at)(x, dy, i, dt, 0, NBWD__VMASK_FIRST(1), s, gamma != NULL,
+                                 gamma ? NBWD__VLOAD_F32(gamma + i) : NBWD__VZERO());
 }
 
 /* Elements [i, end) of dx: pairs of vectors for bf16, full vectors, then a
@@ -2286,8 +2288,8 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
         NBWD__KN(nbwd__reduce_at)(xb, dyb, i + NBWD__VW, dt, 0, none, vxm, vxs, hg, g1, col_dg, col_db, 1, &sg1,
                                   &sgx1, NBWD__KEPT(keep, i + NBWD__VW));
         if (!keep) {
-            dx0 = NBWD__KN(nbwd__dx_at)(xa, dya, i, dt, sa, hg, g0);
-            dx1 = NBWD__KN(nbwd__dx_at)(xa, dya, i + NBWD__VW, dt, sa, hg, g1);
+            dx0 = NBWD__KN(nbwd__dx_at)(xa, dya, i, dt, 0, none, sa, hg, g0);
+            dx1 = NBWD__KN(nbwd__dx_at)(xa, dya, i + NBWD__VW, dt, 0, none, sa, hg, g1);
         }
         NBWD__KN(nbwd__st2)(dxa, i, dt, dx0, dx1, st);
     }
