@@ -156,7 +156,8 @@ static void bn_det(int rank, const int64_t *dims, nbwd_layout L, nbwd_dtype dt, 
     in.d.num_threads = 0;
     in.a.diff_src = NULL; in.a.diff_gamma = dg[1].base; in.a.diff_beta = db[1].base;
     CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
-    CHECK(t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]), "diff_gamma/diff_beta without diff_src differ");
+    CHECK(t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]),
+          "diff_gamma/diff_beta without diff_src differ");
     bn_inputs_free(&in);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
@@ -209,7 +210,8 @@ static void concurrent_calls(void) {
     st[T] = nbwd_layer_norm_bwd(&d, &a, NULL, 0);
     for (t = 0; t <= T; ++t) {
         if (st[t] != NBWD_OK) sok = 0;
-        if (t < T && (!t_buf_same_bytes(&dx[t], &dx[T]) || !t_buf_same_bytes(&dg[t], &dg[T]) || !t_buf_same_bytes(&db[t], &db[T])))
+        if (t < T && (!t_buf_same_bytes(&dx[t], &dx[T]) || !t_buf_same_bytes(&dg[t], &dg[T]) ||
+                      !t_buf_same_bytes(&db[t], &db[T])))
             ok = 0;
     }
     CHECK(sok, "a concurrent call failed");
@@ -333,7 +335,8 @@ static void bn_forms_agree(int rank, const int64_t *dims, nbwd_layout L, nbwd_dt
         in.a.diff_src = dx[t].base; in.a.diff_gamma = dg[t].base; in.a.diff_beta = db[t].base;
         CHECK_STATUS(nbwd_batch_norm_bwd(&in.d, &in.a, NULL, 0), NBWD_OK);
     }
-    CHECK(t_buf_same_bytes(&dx[0], &dx[1]) && t_buf_same_bytes(&dg[0], &dg[1]) && t_buf_same_bytes(&db[0], &db[1]),
+    CHECK(t_buf_same_bytes(&dx[0], &dx[1]) && t_buf_same_bytes(&dg[0], &dg[1]) &&
+              t_buf_same_bytes(&db[0], &db[1]),
           "outputs from the variance differ from those from its rstd");
     bn_inputs_free(&in);
     t_buf_free(&rstd);

@@ -709,8 +709,7 @@ static void workspace_same_bits(void) {
                 a.diff_beta = o != 1 ? db2.base : NULL;
                 CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, ws + 1, need), NBWD_OK); /* odd address, exact size */
                 CHECK(t_buf_same_bytes(&dx1, &dx2), "diff_src differs with a caller workspace");
-                CHECK(t_buf_same_bytes(&dg1, &dg2) &&
-                          t_buf_same_bytes(&db1, &db2),
+                CHECK(t_buf_same_bytes(&dg1, &dg2) && t_buf_same_bytes(&db1, &db2),
                       "diff_gamma/diff_beta differ with a caller workspace");
                 free(ws);
                 t_buf_free(&x); t_buf_free(&dy); t_buf_free(&dx1); t_buf_free(&dx2); t_buf_free(&m);
@@ -755,8 +754,7 @@ static void workspace_same_bits(void) {
         CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
         a.diff_src = dx2.base; a.diff_gamma = dg2.base; a.diff_beta = db2.base;
         CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, ws + 3, need), NBWD_OK);
-        CHECK(t_buf_same_bytes(&dx1, &dx2) && t_buf_same_bytes(&dg1, &dg2) &&
-                  t_buf_same_bytes(&db1, &db2),
+        CHECK(t_buf_same_bytes(&dx1, &dx2) && t_buf_same_bytes(&dg1, &dg2) && t_buf_same_bytes(&db1, &db2),
               "outputs differ with a caller workspace");
         free(ws);
         t_buf_free(&x); t_buf_free(&dy); t_buf_free(&dx1); t_buf_free(&dx2); t_buf_free(&m); t_buf_free(&v);
