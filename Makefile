@@ -98,7 +98,8 @@ test-neon: deps aarch64-deps
 
 # The header as C99 and C++11, gcc and clang, -O0/-O2, with/without OpenMP,
 # two translation units, the README example. `make test` runs its core
-# builds (MATRIX=core); this target and .ci/run all of them.
+# builds (MATRIX=core), .ci/run the others after it (MATRIX=rest), this
+# target all of them.
 MATRIX ?= full
 compile-check: compile-deps
 	@BUILD=$(BUILD) MATRIX=$(MATRIX) tools/compile_check.sh
