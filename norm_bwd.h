@@ -2384,13 +2384,21 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const
             NBWD__VF vmg = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sg0, sg1)) * inv_n);
             NBWD__VF vmgx = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sgx0, sgx1)) * inv_n);
             NBWD__VF vscale = NBWD__VSET1(r->rstd[i]);
+            NBWD__VF out[NBWD__NARROW_VECS];
             int64_t nt_begin = 0, nt_end = 0;
+            int whole, paired; /* whole: the row is whole lines; paired: vectors stored in pairs */
             if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+            whole = nt_begin == 0 && nt_end == n;
+            NBWD__EACH_VEC(v, { out[v] = NBWD__VMUL(NBWD__VSUB(g[v], NBWD__VFMA(xh[v], vmgx, vmg)), vscale); });
+            /* bf16: the full vectors two at a time (see nbwd__st2) */
+            paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
+            if (paired >= 2) NBWD__KN(nbwd__st2)(dx, 0, dt, out[0], out[1], whole);
+            if (paired >= 4) NBWD__KN(nbwd__st2)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v, {
-                NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g[v], NBWD__VFMA(xh[v], vmgx, vmg)), vscale);
-                if (tail && v == nv - 1) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
-                else if (nt_begin == 0 && nt_end == n) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
-                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
+                if (v < paired) { /* stored above */
+                } else if (tail && v == nv - 1) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out[v]);
+                else if (whole) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out[v]);
+                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out[v]);
             });
         }
     }
