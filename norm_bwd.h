@@ -1721,13 +1721,15 @@ static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     nbwd__bn_finish(r, c, part[1], part[0]); /* sum dy * xhat, sum dy */
 }
 
-/* NCX, a block of channels on one thread: its data is still in cache for dx. */
+/* NCX, a block of channels on one thread: its data is still in cache for dx.
+   dx goes from the last batch entry to the first: where the block is larger
+   than L2, the entries reduced last are the ones still in it. */
 static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cblock) {
     int64_t k, n, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
     for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
     for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
     if (r->want_dx) {
-        for (n = 0; n < r->p->N; ++n) nbwd__bn_ncx_apply(r, c0, c1, n);
+        for (n = r->p->N; n-- > 0;) nbwd__bn_ncx_apply(r, c0, c1, n);
         if (r->stream) r->k->store_fence();
     }
 }
