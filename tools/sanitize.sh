@@ -157,9 +157,21 @@ fuzz() {
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
+    # Each build takes minutes (the whole header under ASan): two at a time,
+    # and the third while the first target runs (a fuzz run uses one core).
+    build_fuzz() { # target
+        rm -f "$D/fuzz_$1"
+        build "fuzz_$1" "$D/fuzz_$1" clang -std=c99 -O1 -g $W -fsanitize=fuzzer,address,undefined \
+            -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fuzz tests/fuzz/fuzz_$1.c -lm
+    }
+    ( build_fuzz layer_norm ) & ( build_fuzz batch_norm ) &
+    wait
+    ( build_fuzz misc ) &
     for t in layer_norm batch_norm misc; do
-        build "fuzz_$t" "$D/fuzz_$t" clang -std=c99 -O1 -g $W -fsanitize=fuzzer,address,undefined \
-            -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fuzz tests/fuzz/fuzz_$t.c -lm || continue
+        [ $t = misc ] && wait
+        if [ ! -x "$D/fuzz_$t" ]; then
+            echo "--- build fuzz_$t: FAILED"; head -n 40 "$LOG/build_fuzz_$t.log"; FAIL=$((FAIL + 1)); continue
+        fi
         rm -rf "$D/corpus_$t"; mkdir -p "$D/corpus_$t" "$D/artifacts"
         [ -d tests/fuzz/corpus/$t ] && cp tests/fuzz/corpus/$t/* "$D/corpus_$t/" 2>/dev/null
         run "fuzz $t ${fsecs}s" sh -c "'$D/fuzz_$t' -max_total_time=$fsecs -timeout=10 -rss_limit_mb=2048 -max_len=512 \
