@@ -390,13 +390,15 @@ static void ln_full_cross(void) {
     }
 }
 
-/* 2. Row lengths (vector widths +-1, tails, long rows) x every dtype combo. */
+/* 2. Row lengths (vector widths +-1, tails, long rows) x every dtype combo.
+   32 and 64: the widest rows of the narrow-row kernel (four vectors) on
+   avx2 and on AVX-512, with no partial vector. */
 static void ln_row_lengths(void) {
     /* 1024 and 1025: the last row length whose g and xhat the 16-bit kernels
        keep, and the first they recompute (NBWD__KEEP_COLS); 9 rows of them
        stream dx in bf16 under the test build's NORM_BWD_STREAM_BYTES; every
        other combo of them asks for dx alone (the kernels' dx-with-gamma case) */
-    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 1000, 1024, 1025, 4097};
+    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 1024, 1025, 4097};
     int li, k;
     for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); ++li)
         for (k = 0; k < N_COMBOS; ++k) {
