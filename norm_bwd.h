@@ -2397,10 +2397,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const
             if (paired >= 2) NBWD__KN(nbwd__st2)(dx, 0, dt, out[0], out[1], whole);
             if (paired >= 4) NBWD__KN(nbwd__st2)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v, {
-                if (v < paired) { /* stored above */
-                } else if (tail && v == nv - 1) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out[v]);
-                else if (whole) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out[v]);
-                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out[v]);
+                if (v >= paired) NBWD__KN(nbwd__st_dx)(dx, v * NBWD__VW, dt, tail && v == nv - 1, m, out[v], whole);
             });
         }
     }
