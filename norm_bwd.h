@@ -1890,12 +1890,15 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
      NBWD__VLOADM_F32/F16/BF16(p, m)          masked loads (zero elsewhere)
      NBWD__VSTOREM_F32/F16/BF16(p, m, v)      and stores that touch no other
                                               lane's memory (avx512)
+     NBWD__VLOADN_F32/F16/BF16(p, count)      without masks: the first count
+     NBWD__VSTOREN_F32/F16/BF16(p, count, v)  lanes, piece by piece (sse, avx2)
    The pass #undefs them all at the end (with NBWD__KEEP_LAYER defined, all
    but KSUFFIX, KISA, KTARGET and VSTORE/VSTREAM/VSTOREM/VSTORE2/VSTREAM2_BF16, so that a
    second pass can vary just those). Tails (n % VW elements) are partial
-   vectors: masked where the layer has masks, else copied lane by lane through
-   a small stack buffer; either way nothing is read or written past the end
-   of a row, and the padding lanes read as 0.
+   vectors: masked where the layer has masks, else piece by piece where the
+   layer has VLOADN/VSTOREN, else copied lane by lane through a small stack
+   buffer; either way nothing is read or written past the end of a row, and
+   the padding lanes read as 0.
    ========================================================================== */
 #define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__FORCEINLINE NBWD__KTARGET
@@ -1981,7 +1984,10 @@ NBWD__KFN int64_t NBWD__KN(nbwd__nt_lead)(const void *dx, int dt, int64_t n, int
     if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
     return nt_begin ? 0 : nt_end;
 }
-/* Partial vectors: the first `count` lanes, 0 < count < VW. */
+/* Partial vectors: the first `count` lanes, 0 < count < VW. Masked loads and
+   stores where the layer has them (AVX-512), the layer's piecewise access
+   where it has that (NBWD__VLOADN_*, NBWD__VSTOREN_*: sse and avx2), else
+   element by element through a buffer (scalar, NEON). */
 #if defined(NBWD__VMASK)
 #define NBWD__KMASKED 1
 #else
@@ -1992,6 +1998,8 @@ NBWD__KFN int64_t NBWD__KN(nbwd__nt_lead)(const void *dx, int dt, int64_t n, int
 NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm_f32)(const float *p, NBWD__VMASK m) {
 #if NBWD__KMASKED
     return NBWD__VLOADM_F32(p, m);
+#elif defined(NBWD__VLOADN_F32)
+    return NBWD__VLOADN_F32(p, m);
 #else
     float b[NBWD__VW];
     int k;
@@ -2002,6 +2010,8 @@ NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm_f32)(const float *p, NBWD__VMASK m) {
 NBWD__KFN void NBWD__KN(nbwd__stm_f32)(float *p, NBWD__VMASK m, NBWD__VF v) {
 #if NBWD__KMASKED
     NBWD__VSTOREM_F32(p, m, v);
+#elif defined(NBWD__VSTOREN_F32)
+    NBWD__VSTOREN_F32(p, m, v);
 #else
     float b[NBWD__VW];
     int k;
@@ -2014,6 +2024,10 @@ NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm)(const void *p, int64_t i, int dt, NBWD__V
     if (dt == NBWD_F32) return NBWD__VLOADM_F32((const float *)p + i, m);
     if (dt == NBWD_F16) return NBWD__VLOADM_F16((const uint16_t *)p + i, m);
     return NBWD__VLOADM_BF16((const uint16_t *)p + i, m);
+#elif defined(NBWD__VLOADN_F32)
+    if (dt == NBWD_F32) return NBWD__VLOADN_F32((const float *)p + i, m);
+    if (dt == NBWD_F16) return NBWD__VLOADN_F16((const uint16_t *)p + i, m);
+    return NBWD__VLOADN_BF16((const uint16_t *)p + i, m);
 #else
     uint16_t b[NBWD__VW];
     int k;
@@ -2027,6 +2041,10 @@ NBWD__KFN void NBWD__KN(nbwd__stm)(void *p, int64_t i, int dt, NBWD__VMASK m, NB
     if (dt == NBWD_F32) NBWD__VSTOREM_F32((float *)p + i, m, v);
     else if (dt == NBWD_F16) NBWD__VSTOREM_F16((uint16_t *)p + i, m, v);
     else NBWD__VSTOREM_BF16((uint16_t *)p + i, m, v);
+#elif defined(NBWD__VSTOREN_F32)
+    if (dt == NBWD_F32) NBWD__VSTOREN_F32((float *)p + i, m, v);
+    else if (dt == NBWD_F16) NBWD__VSTOREN_F16((uint16_t *)p + i, m, v);
+    else NBWD__VSTOREN_BF16((uint16_t *)p + i, m, v);
 #else
     uint16_t b[NBWD__VW];
     int k;
@@ -2841,6 +2859,12 @@ static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
 #undef NBWD__VLOADM_BF16
 #undef NBWD__VSTOREM_F32
 #undef NBWD__VSTOREM_F16
+#undef NBWD__VLOADN_F32
+#undef NBWD__VLOADN_F16
+#undef NBWD__VLOADN_BF16
+#undef NBWD__VSTOREN_F32
+#undef NBWD__VSTOREN_F16
+#undef NBWD__VSTOREN_BF16
 #undef NBWD__VF
 #undef NBWD__VW
 #undef NBWD__VZERO

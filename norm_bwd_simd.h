@@ -103,9 +103,12 @@ static inline float nbwd__sse_hsum(simde__m128 v) {
     s = simde_mm_add_ss(s, simde_mm_shuffle_ps(s, s, 0x55));
     return simde_mm_cvtss_f32(s);
 }
-static inline simde__m128 nbwd__sse_load_bf16(const uint16_t *p) {
-    simde__m128i h = simde_mm_loadl_epi64((const simde__m128i *)(const void *)p);
+/* bf16 -> f32: the 4 values in the low 64 bits of h */
+static inline simde__m128 nbwd__sse_widen_bf16(simde__m128i h) {
     return simde_mm_castsi128_ps(simde_mm_unpacklo_epi16(simde_mm_setzero_si128(), h)); /* h << 16 */
+}
+static inline simde__m128 nbwd__sse_load_bf16(const uint16_t *p) {
+    return nbwd__sse_widen_bf16(simde_mm_loadl_epi64((const simde__m128i *)(const void *)p));
 }
 /* The bf16 bits of each lane (round to nearest even, NaNs quieted),
    sign-extended from 16 bits: packs_epi32 keeps them exactly. */
@@ -117,9 +120,13 @@ static inline simde__m128i nbwd__sse_round_bf16(simde__m128 v) {
     simde__m128i nan = simde_mm_castps_si128(simde_mm_cmpunord_ps(v, v));
     return simde_mm_or_si128(simde_mm_and_si128(nan, q), simde_mm_andnot_si128(nan, r));
 }
-static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
+/* f32 -> bf16: the 4 results in the low 64 bits */
+static inline simde__m128i nbwd__sse_narrow_bf16(simde__m128 v) {
     simde__m128i r = nbwd__sse_round_bf16(v);
-    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r));
+    return simde_mm_packs_epi32(r, r);
+}
+static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
+    simde_mm_storel_epi64((simde__m128i *)(void *)p, nbwd__sse_narrow_bf16(v));
 }
 /* two vectors, one pack and one 16-byte store */
 static inline void nbwd__sse_store2_bf16(uint16_t *p, simde__m128 v0, simde__m128 v1) {
@@ -134,9 +141,10 @@ static inline void nbwd__sse_store2_bf16(uint16_t *p, simde__m128 v0, simde__m12
    to nearest even). The floating-point steps are all exact or truncating, so
    the results do not depend on the rounding mode or on FTZ/DAZ. */
 #if defined(SIMDE_X86_F16C_NATIVE)
-#define nbwd__sse_load_f16(p) simde_mm_cvtph_ps(simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p)))
-#define nbwd__sse_store_f16(p, v) \
-    simde_mm_storel_epi64((simde__m128i *)(void *)(p), simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT))
+static inline simde__m128 nbwd__sse_widen_f16(simde__m128i h) { return simde_mm_cvtph_ps(h); }
+static inline simde__m128i nbwd__sse_narrow_f16(simde__m128 v) {
+    return simde_mm_cvtps_ph(v, SIMDE_MM_FROUND_TO_NEAREST_INT);
+}
 #else
 /* (m & a) | (~m & b) */
 static inline simde__m128i nbwd__sse_select(simde__m128i m, simde__m128i a, simde__m128i b) {
@@ -193,15 +201,67 @@ static inline simde__m128i nbwd__sse_f32_to_f16(simde__m128 v) {
     r = simde_mm_or_si128(r, sign);
     return simde_mm_srai_epi32(simde_mm_slli_epi32(r, 16), 16);
 }
-static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
-    simde__m128i h = simde_mm_loadl_epi64((const simde__m128i *)(const void *)p);
+/* the 4 halves in the low 64 bits of h, and back */
+static inline simde__m128 nbwd__sse_widen_f16(simde__m128i h) {
     return nbwd__sse_f16_to_f32(simde_mm_unpacklo_epi16(h, simde_mm_setzero_si128()));
 }
-static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
+static inline simde__m128i nbwd__sse_narrow_f16(simde__m128 v) {
     simde__m128i r = nbwd__sse_f32_to_f16(v);
-    simde_mm_storel_epi64((simde__m128i *)(void *)p, simde_mm_packs_epi32(r, r));
+    return simde_mm_packs_epi32(r, r);
 }
 #endif
+static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
+    return nbwd__sse_widen_f16(simde_mm_loadl_epi64((const simde__m128i *)(const void *)p));
+}
+static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
+    simde_mm_storel_epi64((simde__m128i *)(void *)p, nbwd__sse_narrow_f16(v));
+}
+/* Partial vectors (the first count lanes, 0 < count < VW) without a buffer:
+   the row's bytes piece by piece (8, 4, 2 bytes) to or from a register. A
+   vector load of a buffer just filled element by element waits until those
+   stores retire (store forwarding fails), and a row with a partial tail took
+   twice as long as one of whole vectors (avx2, 500000x20 bf16). bytes: even,
+   below 16; the other bytes of the loaded vector are zero. The avx2 layer
+   uses these too. */
+static inline simde__m128i nbwd__sse_load_first(const void *p, int bytes) {
+    const char *c = (const char *)p;
+    uint64_t low = 0, rest = 0;
+    if (bytes & 8) {
+        memcpy(&low, c, 8);
+        c += 8;
+    }
+    if (bytes & 4) {
+        uint32_t w;
+        memcpy(&w, c, 4);
+        rest = w;
+        c += 4;
+    }
+    if (bytes & 2) {
+        uint16_t w;
+        memcpy(&w, c, 2);
+        rest |= (uint64_t)w << (8 * (bytes & 4));
+    }
+    return bytes & 8 ? simde_mm_set_epi64x((int64_t)rest, (int64_t)low) : simde_mm_cvtsi64_si128((int64_t)rest);
+}
+static inline void nbwd__sse_store_first(void *p, int bytes, simde__m128i h) {
+    char *c = (char *)p;
+    uint64_t w = (uint64_t)simde_mm_cvtsi128_si64(h);
+    if (bytes & 8) {
+        memcpy(c, &w, 8);
+        c += 8;
+        w = (uint64_t)simde_mm_cvtsi128_si64(simde_mm_unpackhi_epi64(h, h));
+    }
+    if (bytes & 4) {
+        uint32_t t = (uint32_t)w;
+        memcpy(c, &t, 4);
+        c += 4;
+        w >>= 32;
+    }
+    if (bytes & 2) {
+        uint16_t t = (uint16_t)w;
+        memcpy(c, &t, 2);
+    }
+}
 
 static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
     simde__m128i pair = simde_mm_loadl_epi64((const simde__m128i *)(const void *)v);
@@ -230,6 +290,12 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__VSTORE_F16(p, v) nbwd__sse_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__sse_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__VLOADN_F32(p, count) simde_mm_castsi128_ps(nbwd__sse_load_first(p, 4 * (count)))
+#define NBWD__VLOADN_F16(p, count) nbwd__sse_widen_f16(nbwd__sse_load_first(p, 2 * (count)))
+#define NBWD__VLOADN_BF16(p, count) nbwd__sse_widen_bf16(nbwd__sse_load_first(p, 2 * (count)))
+#define NBWD__VSTOREN_F32(p, count, v) nbwd__sse_store_first(p, 4 * (count), simde_mm_castps_si128(v))
+#define NBWD__VSTOREN_F16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__sse_narrow_f16(v))
+#define NBWD__VSTOREN_BF16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__sse_narrow_bf16(v))
 #define NBWD__VSTREAM_F32(p, v) simde_mm_stream_ps(p, v)
 #define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v) /* 8-byte stores: no SSE2 stream */
 #define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
@@ -306,9 +372,11 @@ static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_f16(const uint16_t *p
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_f16(uint16_t *p, NBWD__M256 v) {
     NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST));
 }
-static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *p) {
-    NBWD__M128I h = NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p);
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_widen_bf16(NBWD__M128I h) {
     return NBWD__MM256(castsi256_ps)(NBWD__MM256(slli_epi32)(NBWD__MM256(cvtepu16_epi32)(h), 16));
+}
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *p) {
+    return nbwd__avx2_widen_bf16(NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p));
 }
 /* The bf16 bits of each lane (round to nearest even, NaNs quieted) in its
    low 16 bits, the upper 16 zero. */
@@ -335,6 +403,29 @@ static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_pack2_bf16(NBWD__M256 v0,
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
     NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
 }
+#if defined(NBWD__HAVE_SSE) /* partial vectors: the sse layer's pieces (else the kernel's buffer) */
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_loadn_f32(const float *p, int count) {
+    NBWD__M128 low, high;
+    if (count & 4) {
+        low = NBWD__MM(loadu_ps)(p);
+        high = NBWD__MM(castsi128_ps)(nbwd__sse_load_first(p + 4, 4 * (count & 3)));
+    } else {
+        low = NBWD__MM(castsi128_ps)(nbwd__sse_load_first(p, 4 * count));
+        high = NBWD__MM(setzero_ps)();
+    }
+    return NBWD__MM256(set_m128)(high, low);
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_storen_f32(float *p, int count, NBWD__M256 v) {
+    NBWD__M128 part = NBWD__MM256(castps256_ps128)(v);
+    if (count & 4) {
+        NBWD__MM(storeu_ps)(p, part);
+        part = NBWD__MM256(extractf128_ps)(v, 1);
+        p += 4;
+    }
+    nbwd__sse_store_first(p, 4 * (count & 3), NBWD__MM(castps_si128)(part));
+}
+#define NBWD__AVX2_PARTIAL 1
+#endif
 
 #define NBWD__KSUFFIX _avx2
 #define NBWD__KISA NBWD_ISA_AVX2
@@ -356,6 +447,15 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M2
 #define NBWD__VSTORE_F16(p, v) nbwd__avx2_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__avx2_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__avx2_store_bf16(p, v)
+#if defined(NBWD__AVX2_PARTIAL)
+#define NBWD__VLOADN_F32(p, count) nbwd__avx2_loadn_f32(p, count)
+#define NBWD__VLOADN_F16(p, count) NBWD__MM256(cvtph_ps)(nbwd__sse_load_first(p, 2 * (count)))
+#define NBWD__VLOADN_BF16(p, count) nbwd__avx2_widen_bf16(nbwd__sse_load_first(p, 2 * (count)))
+#define NBWD__VSTOREN_F32(p, count, v) nbwd__avx2_storen_f32(p, count, v)
+#define NBWD__VSTOREN_F16(p, count, v) \
+    nbwd__sse_store_first(p, 2 * (count), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
+#define NBWD__VSTOREN_BF16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__avx2_pack_bf16(v))
+#endif
 #define NBWD__VSTREAM_F32(p, v) NBWD__MM256(stream_ps)(p, v)
 #define NBWD__VSTREAM_F16(p, v) \
     NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
