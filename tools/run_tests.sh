@@ -108,6 +108,8 @@ native() {
     for isa in avx2 avx512 avx512_bf16; do
         run "gnu11 $isa determinism" "$B/nbwd_tests_gnu" --isa $isa --suite determinism
     done
+    # (built with NORM_BWD_NO_SSE: avx2's partial vectors through the buffer)
+    run "gnu11 NO_SSE avx2 bounds" "$B/nbwd_tests_gnu" --isa avx2 --suite bounds
     run "NORM_BWD_ISA override" env_isa
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
