@@ -424,7 +424,6 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_storen_f32(float *p, int count, 
     }
     nbwd__sse_store_first(p, 4 * (count & 3), NBWD__MM(castps_si128)(part));
 }
-#define NBWD__AVX2_PARTIAL 1
 #endif
 
 #define NBWD__KSUFFIX _avx2
@@ -447,7 +446,7 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_storen_f32(float *p, int count, 
 #define NBWD__VSTORE_F16(p, v) nbwd__avx2_store_f16(p, v)
 #define NBWD__VLOAD_BF16(p) nbwd__avx2_load_bf16(p)
 #define NBWD__VSTORE_BF16(p, v) nbwd__avx2_store_bf16(p, v)
-#if defined(NBWD__AVX2_PARTIAL)
+#if defined(NBWD__HAVE_SSE)
 #define NBWD__VLOADN_F32(p, count) nbwd__avx2_loadn_f32(p, count)
 #define NBWD__VLOADN_F16(p, count) NBWD__MM256(cvtph_ps)(nbwd__sse_load_first(p, 2 * (count)))
 #define NBWD__VLOADN_BF16(p, count) nbwd__avx2_widen_bf16(nbwd__sse_load_first(p, 2 * (count)))
