@@ -2270,11 +2270,13 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
     int64_t i = 0, nt_begin = 0, nt_end = 0;
     /* Row b (and the next) is prefetched 1 KiB ahead, once per 64-byte line
        (line_elems; 0: not at all): 16-bit rows (10-20 % faster on 4096- and
-       8192-wide rows out of cache, one and two threads) and f32 rows of at
-       least 4 KiB on paths narrower than AVX-512 (avx2 and sse 8-20 % faster;
-       768-wide rows were 6 % slower, and f32 on AVX-512 13-27 % slower). */
+       8192-wide rows out of cache, one and two threads) and, on paths
+       narrower than AVX-512, f32 rows of at least 4 KiB (avx2 and sse 8-20 %
+       faster; f32 on AVX-512 13-27 % slower) or out of cache (stream:
+       32768x768 on avx2 7-10 % faster, on sse within the noise; in cache,
+       64x768, the prefetches only cost). */
     const int64_t esz = (int64_t)nbwd__esize(dt);
-    const int64_t line_elems = dt != NBWD_F32 ? 32 : NBWD__VW < 16 && n >= 1024 ? 16 : 0;
+    const int64_t line_elems = dt != NBWD_F32 ? 32 : NBWD__VW < 16 && (n >= 1024 || stream) ? 16 : 0;
     const int hg = gamma != NULL;
     if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
     if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
