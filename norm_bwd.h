@@ -2273,8 +2273,8 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
        8192-wide rows out of cache, one and two threads) and, on paths
        narrower than AVX-512, f32 rows of at least 4 KiB (avx2 and sse 8-20 %
        faster; f32 on AVX-512 13-27 % slower) or out of cache (stream:
-       32768x768 on avx2 7-10 % faster, on sse within the noise; in cache,
-       64x768, the prefetches only cost). */
+       32768x768 on avx2 7-10 % faster on Zen 3, though 6 % slower on Zen 4;
+       sse within the noise; in cache, 64x768, the prefetches only cost). */
     const int64_t esz = (int64_t)nbwd__esize(dt);
     const int64_t line_elems = dt != NBWD_F32 ? 32 : NBWD__VW < 16 && (n >= 1024 || stream) ? 16 : 0;
     const int hg = gamma != NULL;
