@@ -618,6 +618,75 @@ static void ln_n_equals_1(void) {
         }
 }
 
+/* A NaN statistic whose payload fills the mantissa (0x7fffffff) makes its
+   row's dx NaN with that payload. Narrowed to bf16 or f16, every element of
+   that row must stay a NaN: rounding such a payload up carries into the
+   exponent and sign (0x8000, -0) unless NaNs are handled apart. The other
+   rows stay finite, diff_gamma is NaN and diff_beta finite. Widths: the
+   narrow-row kernel (24), a partial last vector (37), rows kept in f32 (768)
+   and recomputed (2056). */
+static void ln_nan_stat(void) {
+    static const int64_t widths[] = {24, 37, 768, 2056};
+    static const nbwd_dtype dts[] = {NBWD_BF16, NBWD_F16};
+    const int64_t rows = 5, nan_row = 2;
+    const uint32_t payload = 0x7fffffffu;
+    int wi, di;
+    for (di = 0; di < 2; ++di)
+        for (wi = 0; wi < 4; ++wi) {
+            nbwd_layer_norm_bwd_desc d;
+            nbwd_layer_norm_bwd_args a;
+            int64_t dims[2], i, j;
+            t_buf bx, bdy, bdx, bm, bv, bg, bdg, bdb;
+            t_rng rng;
+            long not_nan = 0, not_finite = 0, bad_dg = 0, bad_db = 0;
+            dims[0] = rows;
+            dims[1] = widths[wi];
+            t_case("LN NaN mean (payload 0x%08x) in row %lld: %lldx%lld dt=%s/f32/f32", (unsigned)payload,
+                   (long long)nan_row, (long long)rows, (long long)widths[wi], t_dtype_name(dts[di]));
+            t_rng_seed(&rng, ++g_seed);
+            t_buf_alloc(&bx, 2, dims, NULL, dts[di]);
+            t_buf_alloc(&bdy, 2, dims, NULL, dts[di]);
+            t_buf_alloc(&bdx, 2, dims, NULL, dts[di]);
+            t_buf_alloc(&bm, 1, dims, NULL, NBWD_F32);
+            t_buf_alloc(&bv, 1, dims, NULL, NBWD_F32);
+            t_buf_alloc(&bg, 1, dims + 1, NULL, NBWD_F32);
+            t_buf_alloc(&bdg, 1, dims + 1, NULL, NBWD_F32);
+            t_buf_alloc(&bdb, 1, dims + 1, NULL, NBWD_F32);
+            t_buf_fill_normal(&bx, &rng, 0.5, 2.0);
+            t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
+            t_buf_fill_normal(&bg, &rng, 1.0, 0.5);
+            for (i = 0; i < rows; ++i) {
+                t_buf_set(&bm, i, 0.5);
+                t_buf_set(&bv, i, 4.0);
+            }
+            memcpy(bm.base + t_buf_offset(&bm, nan_row) * 4, &payload, 4);
+            nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+            d.data_dtype = dts[di];
+            d.isa = g_test_isa;
+            memset(&a, 0, sizeof a);
+            a.src = bx.base; a.diff_dst = bdy.base; a.mean = bm.base; a.variance = bv.base; a.gamma = bg.base;
+            a.diff_src = bdx.base; a.diff_gamma = bdg.base; a.diff_beta = bdb.base;
+            CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+            for (i = 0; i < rows; ++i)
+                for (j = 0; j < widths[wi]; ++j) {
+                    double v = t_buf_get(&bdx, i * widths[wi] + j);
+                    if (i == nan_row && !isnan(v)) ++not_nan;
+                    if (i != nan_row && (isnan(v) || isinf(v))) ++not_finite;
+                }
+            for (j = 0; j < widths[wi]; ++j) {
+                if (!isnan(t_buf_get(&bdg, j))) ++bad_dg;
+                if (isnan(t_buf_get(&bdb, j)) || isinf(t_buf_get(&bdb, j))) ++bad_db;
+            }
+            CHECK(not_nan == 0, "NaN row: %ld of %lld dx elements are not NaN", not_nan, (long long)widths[wi]);
+            CHECK(not_finite == 0, "other rows: %ld dx elements are not finite", not_finite);
+            CHECK(bad_dg == 0, "%ld diff_gamma elements are not NaN", bad_dg);
+            CHECK(bad_db == 0, "%ld diff_beta elements are not finite", bad_db);
+            CHECK(t_buf_canary_ok(&bdx), "dx written outside its elements");
+            t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bdx); t_buf_free(&bm); t_buf_free(&bv);
+            t_buf_free(&bg); t_buf_free(&bdg); t_buf_free(&bdb);
+        }
+}
+
 /* Zero rows: diff_gamma = diff_beta = 0 written (accumulate: unchanged). */
 static void ln_zero_rows(void) {
     int acc, nul, k;
@@ -692,6 +761,7 @@ static void ln_degenerate(void) {
         ln_run(&c);
     }
     ln_n_equals_1();
+    ln_nan_stat();
     /* N = 1 through the runner (XHAT form, all dtypes): checked against the reference */
     for (k = 0; k < N_COMBOS; k += 2) {
         ln_defaults(&c);
