@@ -450,11 +450,14 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__FORCEINLINE static __forceinline
 #define NBWD__NOINLINE static __declspec(noinline)
 #define NBWD__PREFETCH(addr) ((void)(addr))
+#define NBWD__PREFETCH_L2(addr) ((void)(addr))
 #else
 #define NBWD__FORCEINLINE static inline __attribute__((always_inline))
 #define NBWD__NOINLINE static __attribute__((noinline))
-/* a hint: never faults, so addr may lie past the end of the tensor */
+/* a hint: never faults, so addr may lie past the end of the tensor. _L2:
+   low temporal locality (x86 prefetcht2) */
 #define NBWD__PREFETCH(addr) __builtin_prefetch((const void *)(addr))
+#define NBWD__PREFETCH_L2(addr) __builtin_prefetch((const void *)(addr), 0, 1)
 #endif
 
 #define NBWD__CAT_(a, b) a##b
@@ -490,7 +493,6 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__BN_CHUNK_ELEMS 32768          /* BatchNorm NCX: elements per partial */
 #define NBWD__NCX_BLOCK_BYTES (1 << 20)     /* BatchNorm NCX: x and dy of a block of channels */
 #define NBWD__NCX_STREAM_PLANE_BYTES 1024   /* smaller NCX planes share lines: ordinary dx stores */
-#define NBWD__PREFETCH_BYTES 1024           /* how far ahead LayerNorm rows are prefetched */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
 #define NBWD__WS_ALIGN 64
 /* diff_src at least this large is written with non-temporal stores (it would
@@ -2143,15 +2145,43 @@ NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx,
                           stream);
 }
 
+/* Software prefetch of rows that stream in from memory: the lines of x and
+   dy lying NBWD__KPF_BYTES past the elements [i, i + 2 VW), each line once.
+   Distance and hint as measured per path. The AVX-512 paths (measured on
+   Zen 4, where one core reading two streams alone reached 18 GB/s with no
+   prefetch or prefetcht0, 21 with prefetcht2) prefetch 2 KiB ahead with
+   prefetcht2 in the fused loop's 16-bit rows, the f32 sub-block sweep's
+   reduction and BatchNorm NCX's (one thread: LayerNorm f32 32768x768 about
+   12 % faster, BatchNorm NCX 32x64x56x56 and 32x256x28x28 12-16 %). The
+   narrower paths (measured on Zen 3) prefetch 1 KiB ahead with prefetcht0,
+   in the fused loop only. */
+#if NBWD__VW >= 16
+#define NBWD__KPF(addr) NBWD__PREFETCH_L2(addr)
+#define NBWD__KPF_BYTES 2048
+#else
+#define NBWD__KPF(addr) NBWD__PREFETCH(addr)
+#define NBWD__KPF_BYTES 1024
+#endif
+NBWD__KFN void NBWD__KN(nbwd__prefetch_ahead)(const void *x, const void *dy, int64_t i, int64_t esz) {
+    const int64_t step = 2 * NBWD__VW * esz; /* bytes of the elements [i, i + 2 VW) */
+    int64_t k;
+    if (step < 64 && (i * esz) % 64 != 0) return; /* their line was prefetched already */
+    for (k = 0; k < step; k += 64) {
+        NBWD__KPF((uintptr_t)x + (uintptr_t)(i * esz + k + NBWD__KPF_BYTES));
+        NBWD__KPF((uintptr_t)dy + (uintptr_t)(i * esz + k + NBWD__KPF_BYTES));
+    }
+}
+
 /* The reduction of one row, in a fixed order: pairs of vectors into two
    chains (they hide the add latency), an odd last full vector into the first,
    the partial tail into the second. The fused loop below keeps this order, so
    a row's sums never depend on which loop handled it. sums NULL: column
-   partials only. keep (or NULL): the row's g and xhat are kept there. */
+   partials only. keep (or NULL): the row's g and xhat are kept there.
+   prefetch: the row streams in from memory (nbwd__prefetch_ahead). */
 #define NBWD__KEPT(keep, i) ((keep) ? (keep) + (i) : (float *)NULL)
 NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
                                           const float *gamma, float *col_dg, float *col_db, float *sums,
-                                          float *keep) {
+                                          float *keep, int prefetch) {
     NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
     NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
@@ -2159,7 +2189,9 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt,
     int want = sums != NULL;
     const float *gam = want ? gamma : NULL; /* gamma only enters the sums */
     const int hg = gam != NULL;
+    const int64_t esz = (int64_t)nbwd__esize(dt);
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
+        if (prefetch) NBWD__KN(nbwd__prefetch_ahead)(x, dy, i, esz);
         NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, hg, NBWD__LDG(gam, i, 0, none), col_dg, col_db,
                                   want, &sg, &sgx, NBWD__KEPT(keep, i));
         NBWD__KN(nbwd__reduce_at)(x, dy, i + NBWD__VW, dt, 0, none, vxm, vxs, hg,
@@ -2268,23 +2300,21 @@ NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void 
     NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
     NBWD__VMASK none = NBWD__VMASK_FIRST(1);
     int64_t i = 0, nt_begin = 0, nt_end = 0;
-    /* Row b (and the next) is prefetched 1 KiB ahead, once per 64-byte line
-       (line_elems; 0: not at all): 16-bit rows (10-20 % faster on 4096- and
-       8192-wide rows out of cache, one and two threads) and, on paths
-       narrower than AVX-512, f32 rows of at least 4 KiB (avx2 and sse 8-20 %
-       faster; f32 on AVX-512 13-27 % slower) or out of cache (stream:
-       32768x768 on avx2 7-10 % faster on Zen 3, though 6 % slower on Zen 4;
-       sse within the noise; in cache, 64x768, the prefetches only cost). */
+    /* Row b (and the next) is prefetched (nbwd__prefetch_ahead; these
+       numbers are of prefetcht0 1 KiB ahead on every path): 16-bit rows
+       (10-20 % faster on 4096- and 8192-wide rows out of cache, one and two
+       threads) and, on paths narrower than AVX-512, f32 rows of at least 4
+       KiB (avx2 and sse 8-20 % faster; f32 on AVX-512 13-27 % slower) or out
+       of cache (stream: 32768x768 on avx2 7-10 % faster on Zen 3, though 6 %
+       slower on Zen 4; sse within the noise; in cache, 64x768, the
+       prefetches only cost). */
     const int64_t esz = (int64_t)nbwd__esize(dt);
-    const int64_t line_elems = dt != NBWD_F32 ? 32 : NBWD__VW < 16 && (n >= 1024 || stream) ? 16 : 0;
+    const int prefetch = dt != NBWD_F32 || (NBWD__VW < 16 && (n >= 1024 || stream));
     const int hg = gamma != NULL;
     if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
     if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        if (line_elems && (i & (line_elems - 1)) == 0) {
-            NBWD__PREFETCH((uintptr_t)xb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
-            NBWD__PREFETCH((uintptr_t)dyb + (uintptr_t)(i * esz + NBWD__PREFETCH_BYTES));
-        }
+        if (prefetch) NBWD__KN(nbwd__prefetch_ahead)(xb, dyb, i, esz);
         /* gamma loaded once for both rows: the compiler cannot reuse one
            load across the column-partial stores, which might alias gamma
            (64x768 f32 in L2: 10-13 % faster) */
@@ -2517,7 +2547,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float
         r1 = r0 + sub < r->count ? r0 + sub : r->count;
         for (i = r0; i < r1; ++i) {
             NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, NULL, NULL, sums, NULL);
+                                       r->xs[i], gamma, NULL, NULL, sums, NULL, 1);
             mg[i] = sums[0] * inv_n;
             mgx[i] = sums[1] * inv_n;
         }
@@ -2541,7 +2571,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, const flo
     float inv_n = 1.0f / (float)n, sums[2];
     NBWD__KN(nbwd__vset) s;
     NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0],
-                               gamma, col_dg, col_db, sums, keep);
+                               gamma, col_dg, col_db, sums, keep, 0);
     for (i = 1; i < r->count; ++i) {
         s = NBWD__KN(nbwd__vset_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
         NBWD__KN(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
@@ -2573,7 +2603,7 @@ NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const f
     if (!r->dx) {
         for (i = 0; i < r->count; ++i)
             NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, col_dg, col_db, NULL, NULL);
+                                       r->xs[i], gamma, col_dg, col_db, NULL, NULL, 0);
         return;
     }
     /* see NBWD__KEEP_COLS; a runtime choice for 16-bit rows (two copies of
@@ -2734,7 +2764,7 @@ NBWD__KFN void NBWD__KN(nbwd__reduce_rows)(const void *x, const void *dy, const 
     float s[2];
     for (i = 0; i < count; ++i, sums += sums_step) {
         NBWD__KN(nbwd__reduce_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz, dt, n,
-                                   xm[i], xs[i], NULL, NULL, NULL, s, NULL);
+                                   xm[i], xs[i], NULL, NULL, NULL, s, NULL, NBWD__VW >= 16);
         sums[0] += s[0];
         sums[1] += s[1];
     }
@@ -2808,6 +2838,8 @@ static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
 #undef NBWD__KEEP_COLS
 #undef NBWD__KEEP_XH
 #undef NBWD__KEPT
+#undef NBWD__KPF
+#undef NBWD__KPF_BYTES
 
 /* A batch of rows' rstd: the scalar code's double-precision operations on
    vectors of doubles where the layer has them (NBWD__RSTD_VEC: IEEE add,
