@@ -28,6 +28,12 @@
      L3    3 x 4 MiB (12 MiB) split over the threads, one parallel region
            per pass (what a library call pays)
      L2    3 x 170 KiB (0.5 MiB) likewise
+   and, for DRAM, the two halves of that traffic alone: the reads of a and b
+   (8 bytes per element) and the non-temporal writes of c (4 bytes), with
+   the rate a kernel would reach that did its reads and its writes one after
+   the other, 12 / (8 / reads + 4 / writes) bytes per ns: what limits a
+   kernel that reduces (reads) first and writes dx later, unless the two
+   overlap.
    A row is compared with the ceiling of its footprint class (x + dy + dx
    bytes <= 2 x the per-core L2: L2; <= 3/4 of L3: L3; else DRAM), taking the
    best rate over thread counts <= the row's and (DRAM) over both store
@@ -151,9 +157,58 @@ static void add_sse(const float *a, const float *b, float *c, size_t n, int nt) 
     }
     for (; i < n; ++i) c[i] = a[i] + b[i];
 }
-#endif
+/* The two halves of the ceiling kernel's traffic alone: read a and b (summed,
+   so the loads stay), and write c with non-temporal stores. */
+__attribute__((target("avx2"))) static float read2_avx2(const float *a, const float *b, size_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float out[8], sum = 0.0f;
+    size_t i = 0;
+    int k;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(a + i));
+        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(b + i));
+        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(a + i + 8));
+        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(b + i + 8));
+    }
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (k = 0; k < 8; ++k) sum += out[k];
+    for (; i < n; ++i) sum += a[i] + b[i];
+    return sum;
+}
+__attribute__((target("avx2"))) static void write1_avx2(float *c, size_t n) {
+    const __m256 v = _mm256_set1_ps(1.0f);
+    size_t i = 0;
+    for (; i < n && (uintptr_t)(c + i) % 32; ++i) c[i] = 1.0f;
+    for (; i + 16 <= n; i += 16) {
+        _mm256_stream_ps(c + i, v);
+        _mm256_stream_ps(c + i + 8, v);
+    }
+    _mm_sfence();
+    for (; i < n; ++i) c[i] = 1.0f;
+}
 static int have_avx2;
+#endif
 static const char *stream_isa = "c";
+static float read2_kernel(const float *a, const float *b, size_t n) {
+    float sum = 0.0f;
+    size_t i;
+#if defined(BENCH_X86)
+    if (have_avx2) return read2_avx2(a, b, n);
+#endif
+    for (i = 0; i < n; ++i) sum += a[i] + b[i];
+    return sum;
+}
+static void write1_kernel(float *c, size_t n) {
+    size_t i;
+#if defined(BENCH_X86)
+    if (have_avx2) {
+        write1_avx2(c, n);
+        return;
+    }
+#endif
+    for (i = 0; i < n; ++i) c[i] = 1.0f;
+}
+static volatile float read_sink; /* keeps the reads */
 static void add_kernel(const float *a, const float *b, float *c, size_t n, int nt) {
 #if defined(BENCH_X86)
     if (have_avx2) add_avx2(a, b, c, n, nt);
@@ -165,8 +220,16 @@ static void add_kernel(const float *a, const float *b, float *c, size_t n, int n
 #endif
 }
 
-/* One pass of c = a + b over n floats on T threads (chunks 16-float aligned). */
-static void stream_pass(const float *a, const float *b, float *c, size_t n, int T, int nt) {
+/* What a pass does: c = a + b (regular or non-temporal stores), or only
+   its reads, or only its (non-temporal) writes. */
+enum { PASS_ADD = 0, PASS_ADD_NT = 1, PASS_READ = 2, PASS_WRITE = 3 };
+static void pass_kernel(const float *a, const float *b, float *c, size_t n, int mode) {
+    if (mode == PASS_READ) read_sink = read2_kernel(a, b, n);
+    else if (mode == PASS_WRITE) write1_kernel(c, n);
+    else add_kernel(a, b, c, n, mode == PASS_ADD_NT);
+}
+/* One pass over n floats on T threads (chunks 16-float aligned). */
+static void stream_pass(const float *a, const float *b, float *c, size_t n, int T, int mode) {
 #if defined(_OPENMP)
     if (T > 1) {
 #pragma omp parallel num_threads(T)
@@ -174,13 +237,13 @@ static void stream_pass(const float *a, const float *b, float *c, size_t n, int 
             int t = omp_get_thread_num(), nth = omp_get_num_threads();
             size_t per = (n / (size_t)nth + 15) / 16 * 16, lo = per * (size_t)t, hi = lo + per;
             if (hi > n) hi = n;
-            if (lo < hi) add_kernel(a + lo, b + lo, c + lo, hi - lo, nt);
+            if (lo < hi) pass_kernel(a + lo, b + lo, c + lo, hi - lo, mode);
         }
         return;
     }
 #endif
     (void)T;
-    add_kernel(a, b, c, n, nt);
+    pass_kernel(a, b, c, n, mode);
 }
 
 enum { CL_L2 = 0, CL_L3 = 1, CL_DRAM = 2, CL_COUNT = 3 };
@@ -189,22 +252,26 @@ typedef struct ceilings {
     int nthr;
     int thr[MAX_THREADS_LIST];
     double rate[CL_COUNT][MAX_THREADS_LIST][2]; /* GB/s; [..][1]: non-temporal stores (DRAM only) */
+    double dram_read[MAX_THREADS_LIST];         /* DRAM, the reads alone (8 bytes per element), GB/s */
+    double dram_write[MAX_THREADS_LIST];        /* DRAM, the non-temporal writes alone (4 bytes) */
     double l2_bytes, l3_bytes;                  /* cache sizes used for the classes */
 } ceilings;
 
-/* Median per-pass rate in GB/s of `passes` passes per sample. */
-static double measure_stream(float *a, float *b, float *c, size_t n, int T, int nt, int samples, int passes) {
+/* Median per-pass rate in GB/s of `passes` passes per sample (bytes moved:
+   12, 8 or 4 per element). */
+static double measure_stream(float *a, float *b, float *c, size_t n, int T, int mode, int samples, int passes) {
     double *t = (double *)xalloc(sizeof(double) * (size_t)samples), med;
+    double bytes = mode == PASS_READ ? 8.0 : mode == PASS_WRITE ? 4.0 : 12.0;
     int s, p;
-    stream_pass(a, b, c, n, T, nt); /* warm-up */
+    stream_pass(a, b, c, n, T, mode); /* warm-up */
     for (s = 0; s < samples; ++s) {
         double t0 = now_s();
-        for (p = 0; p < passes; ++p) stream_pass(a, b, c, n, T, nt);
+        for (p = 0; p < passes; ++p) stream_pass(a, b, c, n, T, mode);
         t[s] = (now_s() - t0) / passes;
     }
     med = median_of(t, samples);
     free(t);
-    return 12.0 * (double)n / med * 1e-9;
+    return bytes * (double)n / med * 1e-9;
 }
 
 static void measure_ceilings(ceilings *cl, int quick) {
@@ -219,10 +286,12 @@ static void measure_ceilings(ceilings *cl, int quick) {
     for (k = 0; k < n_dram; ++k) { a[k] = (float)(k & 1023); b[k] = 1.0f; c[k] = 0.0f; }
     for (i = 0; i < cl->nthr; ++i) {
         int T = cl->thr[i];
-        cl->rate[CL_DRAM][i][0] = measure_stream(a, b, c, n_dram, T, 0, samples, 1);
-        cl->rate[CL_DRAM][i][1] = measure_stream(a, b, c, n_dram, T, 1, samples, 1);
-        cl->rate[CL_L3][i][0] = measure_stream(a, b, c, n_l3, T, 0, 31, 8);
-        cl->rate[CL_L2][i][0] = measure_stream(a, b, c, n_l2, T, 0, 31, 256);
+        cl->rate[CL_DRAM][i][0] = measure_stream(a, b, c, n_dram, T, PASS_ADD, samples, 1);
+        cl->rate[CL_DRAM][i][1] = measure_stream(a, b, c, n_dram, T, PASS_ADD_NT, samples, 1);
+        cl->dram_read[i] = measure_stream(a, b, c, n_dram, T, PASS_READ, samples, 1);
+        cl->dram_write[i] = measure_stream(a, b, c, n_dram, T, PASS_WRITE, samples, 1);
+        cl->rate[CL_L3][i][0] = measure_stream(a, b, c, n_l3, T, PASS_ADD, 31, 8);
+        cl->rate[CL_L2][i][0] = measure_stream(a, b, c, n_l2, T, PASS_ADD, 31, 256);
         cl->rate[CL_L3][i][1] = cl->rate[CL_L2][i][1] = 0.0;
     }
     free(a);
@@ -1053,6 +1122,10 @@ int main(int argc, char **argv) {
             for (j = 0; j < cl.nthr; ++j)
                 for (m = 0; m < 2; ++m)
                     if (cl_end.rate[k][j][m] > cl.rate[k][j][m]) cl.rate[k][j][m] = cl_end.rate[k][j][m];
+        for (j = 0; j < cl.nthr; ++j) {
+            if (cl_end.dram_read[j] > cl.dram_read[j]) cl.dram_read[j] = cl_end.dram_read[j];
+            if (cl_end.dram_write[j] > cl.dram_write[j]) cl.dram_write[j] = cl_end.dram_write[j];
+        }
     }
     for (i = 0; i < nrows; ++i) {
         row *r = &rows[i];
@@ -1073,6 +1146,18 @@ int main(int argc, char **argv) {
         printf("\n  %-44s", "DRAM, non-temporal stores");
         for (j = 0; j < cl.nthr; ++j)
             printf(" %6.1f [%5.1f/%5.1f]", cl.rate[CL_DRAM][j][1], cl_start.rate[CL_DRAM][j][1], cl_end.rate[CL_DRAM][j][1]);
+        printf("\n  %-44s", "DRAM, the reads alone (a, b: 8 B/element)");
+        for (j = 0; j < cl.nthr; ++j)
+            printf(" %6.1f [%5.1f/%5.1f]", cl.dram_read[j], cl_start.dram_read[j], cl_end.dram_read[j]);
+        printf("\n  %-44s", "DRAM, the non-temporal writes alone (c: 4 B)");
+        for (j = 0; j < cl.nthr; ++j)
+            printf(" %6.1f [%5.1f/%5.1f]", cl.dram_write[j], cl_start.dram_write[j], cl_end.dram_write[j]);
+        printf("\n  %-44s", "reads, then writes: 12/(8/reads + 4/writes)");
+        for (j = 0; j < cl.nthr; ++j) {
+            double rd = cl.dram_read[j], wr = cl.dram_write[j], nt = cl.rate[CL_DRAM][j][1];
+            double phased = rd > 0 && wr > 0 ? 12.0 / (8.0 / rd + 4.0 / wr) : 0.0;
+            printf(" %6.1f (%3.0f %% of NT)", phased, nt > 0 ? 100.0 * phased / nt : 0.0);
+        }
         printf("\n  %-44s", "L3 3 x 4 MiB, split over the threads");
         for (j = 0; j < cl.nthr; ++j)
             printf(" %6.1f [%5.1f/%5.1f]", cl.rate[CL_L3][j][0], cl_start.rate[CL_L3][j][0], cl_end.rate[CL_L3][j][0]);
