@@ -445,14 +445,22 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NORM_BWD_HEADER_FILENAME "norm_bwd.h"
 #endif
 
+/* NBWD__INLINE: the kernels' helpers, forced inline where the optimiser
+   runs (a loop's constants, such as a vector's lane count, then fold), and
+   plain calls without it (-O0: a debug build stays small and quick to
+   compile instead of one huge body per kernel). */
 #if defined(_MSC_VER) && !defined(__clang__)
 #define NBWD__MSVC 1
-#define NBWD__FORCEINLINE static __forceinline
+#define NBWD__INLINE static __forceinline
 #define NBWD__NOINLINE static __declspec(noinline)
 #define NBWD__PREFETCH(addr) ((void)(addr))
 #define NBWD__PREFETCH_L2(addr) ((void)(addr))
 #else
-#define NBWD__FORCEINLINE static inline __attribute__((always_inline))
+#if defined(__OPTIMIZE__)
+#define NBWD__INLINE static inline __attribute__((always_inline))
+#else
+#define NBWD__INLINE static inline
+#endif
 #define NBWD__NOINLINE static __attribute__((noinline))
 /* a hint: never faults, so addr may lie past the end of the tensor. _L2:
    low temporal locality (x86 prefetcht2) */
@@ -595,91 +603,139 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
 }
 
 /* ------------------------------------------------------ kernel interface */
-/* The ISA-specific part: kernels over dense runs of n elements of data dtype
-   dt, all written once in the kernel template at the end of this file.
-   xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1).
-   row_reduce: count rows (BatchNorm NCX planes) of n elements, row i at
-               x + i * step[0] elements (dy: step[1]) with its own xm[i],
-               xs[i]: sums[i * sums_step + 0] += sum dy, [... + 1] += sum
-               dy*xhat (one call per run of planes: a call per 49-element
-               plane cost more than its arithmetic).
-   row_apply:  the same rows (dx: step[2]): dx = scale[i] * (dy - (mean_g[i]
-               + xhat * mean_gx[i])); stream: the whole lines of each row
-               with non-temporal stores, not fenced: the caller calls
-               store_fence after its last streamed row.
-   ln_rows:    a batch of LayerNorm rows: the sums and dx of each row, and
-               the column partials (large f32 tensors with both, on
-               16-lane paths: reduced a sub-block at a time, then swept a
-               chunk of columns at a time in L2).
-   bn_rows:    a batch of BatchNorm NXC rows: per-column xm, xs, mean_g,
-               mean_gx, scale; column sums, or dx.
-   add:        dst += src (the pairwise combination of block partials).
-   rstd:       rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)), the
-               rows of a LayerNorm batch at once (may work in place).
-   store_fence: orders the streamed stores before another thread reads them
-               (one per run of row_apply calls: a fence per 196-byte plane
-               made BatchNorm NCX 7x7 three times slower). */
-typedef void (*nbwd__row_reduce_fn)(const void *x, const void *dy, int dt, int64_t n, int64_t count,
-                                    const int64_t *step, const float *xm, const float *xs, float *sums,
-                                    int64_t sums_step);
-typedef void (*nbwd__row_apply_fn)(const void *x, const void *dy, void *dx, int dt, int64_t n, int64_t count,
-                                   const int64_t *step, const float *xm, const float *xs, const float *mean_g,
-                                   const float *mean_gx, const float *scale, int stream);
-/* A batch of LayerNorm rows for one call (saves a call per row: rows of a
-   few dozen elements are common). Offsets are in elements. */
-#define NBWD__ROW_BATCH 64
+/* What the per-path kernels (the kernel template at the end of this file)
+   compute. Data (x, dy, dx) is of the call's type dt; everything else is
+   f32. xhat = (x - xm) * xs (the XHAT_STD form passes xm = 0, xs = 1);
+   g = dy * gamma (dy without); dx = scale * (g - (mg + xhat * mgx)), with
+   mg = mean(g), mgx = mean(g * xhat) over the set and scale = rstd
+   (LayerNorm) or rstd * gamma (BatchNorm, whose g is dy). Offsets and
+   steps are in elements. */
+#define NBWD__ROW_BATCH 64 /* rows per kernel call: rows of a few dozen elements are common */
+
+/* A batch of rows: LayerNorm rows (their sums, dx and the column partials
+   of diff_gamma/diff_beta), or BatchNorm NXC rows (column sums in pass 1,
+   dx with the per-channel coefficients in pass 2). */
 typedef struct nbwd__rows {
     const char *x, *dy;
-    char *dx;                       /* NULL: no diff_src */
-    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
-    float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH];
-    int64_t count, n;
+    char *dx;                       /* NULL: no diff_src (BatchNorm: pass 1) */
     int dt;
-    const float *gamma;             /* NULL: 1 */
-    float *col_dg, *col_db;         /* column partials, each may be NULL */
-    int stream;                     /* non-temporal dx stores (large tensors) */
-    /* BatchNorm NXC: per-column statistics and coefficients */
-    const float *cxm, *cxs, *cmg, *cmgx, *cscale;
+    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
+    float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
+    int64_t count, n;
+    const float *gamma;             /* LayerNorm: n values, never NULL (ones without affine) */
+    float *col_dg, *col_db;         /* column partials, both or neither (NULL) */
+    int stream;                     /* dx with non-temporal stores (tensors larger than the caches) */
+    const float *cxm, *cxs, *cmg, *cmgx, *cscale; /* BatchNorm NXC, per channel */
 } nbwd__rows;
-typedef void (*nbwd__ln_rows_fn)(const nbwd__rows *rows);
-typedef void (*nbwd__rstd_fn)(const float *variance, float *rstd, int64_t count, double eps);
-typedef void (*nbwd__add_fn)(float *dst, const float *src, int64_t n);
-typedef void (*nbwd__narrow_fn)(const float *src, uint16_t *dst, int dt, int64_t n);
-typedef void (*nbwd__widen_fn)(const uint16_t *src, float *dst, int dt, int64_t n);
-typedef void (*nbwd__fence_fn)(void);
+/* gamma and the column partials, as the kernels share them between rows;
+   BatchNorm NXC's per-channel arrays likewise. The kernels take them by
+   value, so that they stay in registers: a pointer read from memory would
+   be read again after every vector store (intrinsic stores may alias
+   anything). */
+typedef struct nbwd__cols {
+    const float *gamma;
+    float *dg, *db;
+} nbwd__cols;
+typedef struct nbwd__chans {
+    const float *xm, *xs, *mg, *mgx, *scale;
+    float *dg, *db;
+} nbwd__chans;
 
+/* A run of BatchNorm NCX planes of n elements, plane i at x + i * x_step
+   (dy, dx likewise), each with its own set's coefficients. reduce adds
+   sum dy and sum dy * xhat to sums[i * sums_step + 0, 1]; apply writes dx
+   (stream: whole lines non-temporally, not fenced: the caller fences after
+   its last run). One call per run of planes: a call per 49-element plane
+   cost more than its arithmetic. */
+typedef struct nbwd__planes {
+    const char *x, *dy;
+    char *dx;
+    int dt;
+    int64_t n, count, x_step, dy_step, dx_step;
+    const float *xm, *xs, *mg, *mgx, *scale;
+    float *sums;
+    int64_t sums_step;
+    int stream;
+} nbwd__planes;
+
+/* A path's kernels; the row kernels twice, [0] for f32 data, [1] for bf16
+   and f16 (NBWD__DATA16(dt) picks). */
+#define NBWD__DATA16(dt) ((dt) != NBWD_F32)
 typedef struct nbwd__kernels {
     nbwd_isa isa;
-    nbwd__row_reduce_fn row_reduce;
-    nbwd__row_apply_fn row_apply;
-    nbwd__ln_rows_fn ln_rows;
-    nbwd__ln_rows_fn bn_rows; /* NXC rows: column sums, or dx when rows->dx is set */
-    nbwd__add_fn add;         /* dst[i] += src[i] */
-    nbwd__narrow_fn narrow;   /* the bulk conversion helpers */
-    nbwd__widen_fn widen;
-    nbwd__rstd_fn rstd;       /* rstd[i] = 1/sqrt(variance[i] + eps), double precision */
-    nbwd__fence_fn store_fence;
+    void (*ln_rows[2])(const nbwd__rows *rows);
+    void (*bn_rows[2])(const nbwd__rows *rows);
+    void (*planes_reduce[2])(const nbwd__planes *planes);
+    void (*planes_apply[2])(const nbwd__planes *planes);
+    void (*add)(float *dst, const float *src, int64_t n); /* dst[i] += src[i] */
+    /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
+    void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
+    void (*widen)(const uint16_t *src, float *dst, int dt, int64_t n); /* the bulk conversions */
+    void (*narrow)(const float *src, uint16_t *dst, int dt, int64_t n);
+    void (*fence)(void); /* orders non-temporal stores before another thread reads */
 } nbwd__kernels;
 
-/* The portable path: the same template with one-lane "vectors". */
+/* Non-temporal stores only ever write whole 64-byte lines: a line written
+   partly by them and partly by ordinary stores (a row's ends, a neighbour
+   row) costs a partial-line write to memory. [*begin, *end): the elements
+   of p[0, n) (elements of esz bytes) that fill whole lines, or none. */
+static void nbwd__whole_lines(const void *p, int64_t esz, int64_t n, int64_t *begin, int64_t *end) {
+    int64_t per_line = 64 / esz, b;
+    uintptr_t mis = (uintptr_t)p % 64;
+    *begin = *end = 0;
+    if (mis % (uintptr_t)esz) return;
+    b = (int64_t)((64 - mis) % 64) / esz;
+    if (b >= n) return;
+    *begin = b;
+    *end = b + (n - b) / per_line * per_line;
+}
+/* The elements of a row of n at p that stream (stream set): its whole
+   lines when the row starts a line, else none. */
+static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    if (stream) nbwd__whole_lines(p, esz, n, &nt_begin, &nt_end);
+    return nt_begin ? 0 : nt_end;
+}
+
+/* The portable path: the kernel template over one-lane "vectors". */
 #define NBWD__KSUFFIX _scalar
 #define NBWD__KISA NBWD_ISA_SCALAR
 #define NBWD__KTARGET
-#define NBWD__VF float
+#define NBWD__KBASE _scalar
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 2
+#define NBWD__LAYER_NARROW_ROWS 0 /* (rows of at most 4 elements) */
+#define NBWD__V float
 #define NBWD__VW 1
-#define NBWD__VZERO() 0.0f
-#define NBWD__VSET1(s) (s)
-#define NBWD__VADD(a, b) ((a) + (b))
-#define NBWD__VSUB(a, b) ((a) - (b))
-#define NBWD__VMUL(a, b) ((a) * (b))
-#define NBWD__VFMA(a, b, c) ((a) * (b) + (c))
-#define NBWD__VHSUM(v) (v)
-#define NBWD__VLOAD_F32(p) (*(p))
-#define NBWD__VSTORE_F32(p, v) (*(p) = (v))
-#define NBWD__VLOAD_F16(p) nbwd__f16_to_f32(*(p))
-#define NBWD__VSTORE_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
-#define NBWD__VLOAD_BF16(p) nbwd__bf16_to_f32(*(p))
-#define NBWD__VSTORE_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__V_ZERO() 0.0f
+#define NBWD__V_SET1(s) (s)
+#define NBWD__V_ADD(a, b) ((a) + (b))
+#define NBWD__V_SUB(a, b) ((a) - (b))
+#define NBWD__V_MUL(a, b) ((a) * (b))
+#define NBWD__V_FMA(a, b, c) ((a) * (b) + (c))
+#define NBWD__V_HSUM(v) (v)
+#define NBWD__V_LOAD(p) (*(p))
+#define NBWD__V_STORE(p, v) (*(p) = (v))
+/* (a one-lane vector has no partial form: the _N names are never called) */
+#define NBWD__V_LOAD_N(p, n) (*(p))
+#define NBWD__V_STORE_N(p, n, v) (*(p) = (v))
+#define NBWD__V_STREAM(p, v) (*(p) = (v))
+#define NBWD__V_FENCE() ((void)0)
+#define NBWD__LAYER_HAS_STREAM 0
+#define NBWD__V_WIDEN_F16(p) nbwd__f16_to_f32(*(p))
+#define NBWD__V_WIDEN_BF16(p) nbwd__bf16_to_f32(*(p))
+#define NBWD__V_WIDEN_N_F16(p, n) nbwd__f16_to_f32(*(p))
+#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__bf16_to_f32(*(p))
+#define NBWD__V_NARROW_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
+#define NBWD__V_NARROW_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__V_NARROW_N_F16(p, n, v) (*(p) = nbwd__f32_to_f16(v))
+#define NBWD__V_NARROW_N_BF16(p, n, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__V_STREAM_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
+#define NBWD__V_STREAM_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__V_NARROW2_BF16(p, v0, v1) ((p)[0] = nbwd__f32_to_bf16(v0), (p)[1] = nbwd__f32_to_bf16(v1))
+#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
+#define NBWD__LAYER_RSTD_LANES 0
+#define NBWD__V_RSTD(v, out, eps) ((void)0)
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
@@ -1270,7 +1326,7 @@ typedef struct nbwd__ln_plan {
     int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread */
     nbwd__params par;                       /* gamma, beta, diff_gamma, diff_beta */
     int64_t rows_per_block, nblocks;
-    size_t ws_gamma, ws_partials, ws_bytes;
+    size_t ws_gamma, ws_partials_at, ws_partials, ws_bytes;
 } nbwd__ln_plan;
 
 typedef struct nbwd__ln_run {
@@ -1279,7 +1335,7 @@ typedef struct nbwd__ln_run {
     nbwd__outer outer;
     const char *x, *dy, *mean, *spread;
     char *dx;
-    const float *gamma; /* f32, NULL without affine */
+    const float *gamma; /* n floats: gamma, or ones (no affine, or no dx) */
     float *partials;    /* [nblocks][2][n]: dy*xhat sums, then dy sums */
     int want_dx, want_dg, want_db, stream;
 } nbwd__ln_run;
@@ -1340,9 +1396,10 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
 
     nbwd__row_blocking(p->rows, p->n, &p->rows_per_block, &p->nblocks);
     p->ws_bytes = 0;
-    /* gamma as dense f32 for the kernels: converted or gathered here */
-    if (p->affine && (p->pdt != NBWD_F32 || !p->par.dense[NBWD__PG]))
-        p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
+    /* gamma as dense f32 for the kernels (converted, gathered, or ones
+       without affine), first: a dx-only call needs no more */
+    p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
+    p->ws_partials_at = p->ws_bytes;
     if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
@@ -1415,9 +1472,10 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     batch.dt = p->dt;
     batch.gamma = r->gamma;
     batch.stream = r->stream;
-    batch.col_dg = r->want_dg ? r->partials + b * 2 * n : NULL;
-    batch.col_db = r->want_db ? r->partials + b * 2 * n + n : NULL;
-    /* both halves: the final reduction adds the whole block, wanted or not */
+    /* both partials when either output is wanted: the kernels take both or
+       neither, and the final reduction adds the whole block */
+    batch.col_dg = r->partials ? r->partials + b * 2 * n : NULL;
+    batch.col_db = r->partials ? r->partials + b * 2 * n + n : NULL;
     if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
     nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
@@ -1447,7 +1505,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
                             &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
             }
         }
-        r->k->ln_rows(&batch);
+        r->k->ln_rows[NBWD__DATA16(p->dt)](&batch);
         row += batch.count;
     }
 }
@@ -1469,10 +1527,11 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
-    /* a dx-only call needs no partials; only bf16/f16 gamma is converted */
+    /* a dx-only call needs no partials, and with dense f32 gamma no
+       workspace at all */
     own = p.ws_bytes;
     if (!args->diff_gamma && !args->diff_beta)
-        own = p.affine && p.ws_partials > 0 && args->diff_src ? p.ws_partials + NBWD__WS_ALIGN : 0;
+        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] ? 0 : p.ws_partials_at + NBWD__WS_ALIGN;
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     n = p.n;
@@ -1492,14 +1551,15 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         r.dx = (char *)args->diff_src;
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
-        if (p.affine && r.want_dx) {
-            if (p.pdt == NBWD_F32 && p.par.dense[NBWD__PG]) {
-                r.gamma = (const float *)args->gamma;
-            } else {
-                float *g = (float *)(ws + p.ws_gamma);
-                for (j = 0; j < n; ++j) g[j] = nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt);
-                r.gamma = g;
-            }
+        /* gamma enters only the sums, which only dx needs: ones otherwise */
+        if (p.affine && r.want_dx && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG]) {
+            r.gamma = (const float *)args->gamma;
+        } else {
+            float *g = (float *)(ws + p.ws_gamma);
+            for (j = 0; j < n; ++j)
+                g[j] = p.affine && r.want_dx ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt)
+                                             : 1.0f;
+            r.gamma = g;
         }
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
         nbwd__outer_init(&r.outer, p.axis, desc->dims, NBWD__MAX_T, p.st);
@@ -1693,28 +1753,52 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
 static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
     const nbwd__bn_plan *p = r->p;
     int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt), c;
-    const int64_t step[2] = {p->st[0][1], p->st[1][1]};
+    nbwd__planes pl;
     float *part;
     if (end > p->N) end = p->N;
     for (c = c0; c < c1; ++c) {
         part = r->partials + (c * p->nchunks + k) * 2;
         part[0] = part[1] = 0.0f;
     }
-    for (; n < end; ++n)
-        r->k->row_reduce(r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz,
-                         r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz, p->dt, p->S, c1 - c0, step,
-                         r->xm + c0, r->xs + c0, r->partials + (c0 * p->nchunks + k) * 2, p->nchunks * 2);
+    memset(&pl, 0, sizeof pl);
+    pl.dt = p->dt;
+    pl.n = p->S;
+    pl.count = c1 - c0;
+    pl.x_step = p->st[0][1];
+    pl.dy_step = p->st[1][1];
+    pl.xm = r->xm + c0;
+    pl.xs = r->xs + c0;
+    pl.sums = r->partials + (c0 * p->nchunks + k) * 2;
+    pl.sums_step = p->nchunks * 2;
+    for (; n < end; ++n) {
+        pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+        pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+        r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
+    }
 }
 
 /* NCX: dx of channels [c0, c1), batch entry n (not fenced). */
 static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
     const nbwd__bn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
-    const int64_t step[3] = {p->st[0][1], p->st[1][1], p->st[2][1]};
-    r->k->row_apply(r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz,
-                    r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz,
-                    r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz, p->dt, p->S, c1 - c0, step, r->xm + c0,
-                    r->xs + c0, r->mean_g + c0, r->mean_gx + c0, r->scale + c0, r->stream);
+    nbwd__planes pl;
+    memset(&pl, 0, sizeof pl);
+    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+    pl.dt = p->dt;
+    pl.n = p->S;
+    pl.count = c1 - c0;
+    pl.x_step = p->st[0][1];
+    pl.dy_step = p->st[1][1];
+    pl.dx_step = p->st[2][1];
+    pl.xm = r->xm + c0;
+    pl.xs = r->xs + c0;
+    pl.mg = r->mean_g + c0;
+    pl.mgx = r->mean_gx + c0;
+    pl.scale = r->scale + c0;
+    pl.stream = r->stream;
+    r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
 }
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
@@ -1732,7 +1816,7 @@ static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cbl
     for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
     if (r->want_dx) {
         for (n = r->p->N; n-- > 0;) nbwd__bn_ncx_apply(r, c0, c1, n);
-        if (r->stream) r->k->store_fence();
+        if (r->stream) r->k->fence();
     }
 }
 
@@ -1740,7 +1824,7 @@ static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cbl
 static void nbwd__bn_ncx_apply_planes(const nbwd__bn_run *r, int64_t first, int64_t last) {
     int64_t i, N = r->p->N;
     for (i = first; i < last; ++i) nbwd__bn_ncx_apply(r, i / N, i / N + 1, i % N);
-    if (r->stream) r->k->store_fence();
+    if (r->stream) r->k->fence();
 }
 
 /* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx.
@@ -1781,7 +1865,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
                 batch.dx_off[i] = cur.off[2];
             }
         }
-        r->k->bn_rows(&batch);
+        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
         row += batch.count;
     }
 }
@@ -1875,286 +1959,192 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
 
 #else /* NBWD__KERNEL_PASS */
 /* ==========================================================================
-   KERNEL TEMPLATE - the one copy of the row kernels. norm_bwd.h (scalar) and
-   norm_bwd_simd.h (each SIMD path) define a vector layer and re-include this
-   file with NBWD__KERNEL_PASS:
-     NBWD__KSUFFIX NBWD__KISA NBWD__KTARGET   name suffix, nbwd_isa, attribute
-     NBWD__VF NBWD__VW                        vector type, lanes
-     NBWD__VZERO VSET1 VADD VSUB VMUL VFMA(a,b,c)=a*b+c VHSUM
-     NBWD__VLOAD_F32/F16/BF16(p) NBWD__VSTORE_F32/F16/BF16(p, v)  (unaligned)
-   optional:
-     NBWD__VSTREAM_F32/F16/BF16(p, v) NBWD__VSFENCE()   non-temporal stores
-     NBWD__VSTORE2_BF16(p, v0, v1) NBWD__VSTREAM2_BF16   2 * VW elements (the
-                                              stream one 2 * VW * 2-aligned)
-     NBWD__RSTD_LANES NBWD__RSTD_VEC(v, out, eps)   LANES of out = (float)(1 /
-                                              sqrt((double)v + eps)), IEEE
-     NBWD__VMASK NBWD__VMASK_FIRST(count)     a mask of the first lanes, and
-     NBWD__VLOADM_F32/F16/BF16(p, m)          masked loads (zero elsewhere)
-     NBWD__VSTOREM_F32/F16/BF16(p, m, v)      and stores that touch no other
-                                              lane's memory (avx512)
-     NBWD__VLOADN_F32/F16/BF16(p, count)      without masks: the first count
-     NBWD__VSTOREN_F32/F16/BF16(p, count, v)  lanes, piece by piece (sse, avx2)
-   The pass #undefs them all at the end (with NBWD__KEEP_LAYER defined, all
-   but KSUFFIX, KISA, KTARGET and VSTORE/VSTREAM/VSTOREM/VSTORE2/VSTREAM2_BF16, so that a
-   second pass can vary just those). Tails (n % VW elements) are partial
-   vectors: masked where the layer has masks, else piece by piece where the
-   layer has VLOADN/VSTOREN, else copied lane by lane through a small stack
-   buffer; either way nothing is read or written past the end of a row, and
-   the padding lanes read as 0.
+   KERNEL TEMPLATE - the one copy of the kernels. Each path defines a vector
+   layer (norm_bwd.h: scalar; norm_bwd_simd.h: the SIMD paths) and includes
+   this file again with NBWD__KERNEL_PASS defined; the functions it emits
+   carry the path's suffix (nbwd__ln_rows_f32_avx2) and its target attribute.
+   The data (x, dy, dx) is f32, or bf16/f16 widened on load and narrowed on
+   store; each kernel is written once over a data type dt and compiled twice
+   per path: for f32 (dt a constant) and for 16-bit data (bf16 or f16 chosen
+   per call, a branch the predictor always gets right). Everything else is
+   f32.
+
+   The vector layer. Every layer defines every name (a layer without
+   non-temporal stores defines the STREAM names as plain stores and V_FENCE
+   as nothing); this file #undefs them all at its end.
+     NBWD__KSUFFIX NBWD__KISA NBWD__KTARGET   name suffix, nbwd_isa, function attribute
+     NBWD__KBASE NBWD__LAYER_16BIT_ONLY       the suffix of the f32 kernels the path
+                                              uses: its own (0), or another path's,
+                                              for a path that differs from that one
+                                              in its 16-bit narrowing alone (1:
+                                              avx512_bf16, neon_bf16)
+     NBWD__V NBWD__VW                         the vector type, VW float lanes
+     NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
+     NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
+     NBWD__V_FMA(a, b, c)                     a * b + c, fused where the path has FMA
+     NBWD__V_HSUM(v)                          the sum of the lanes, in a fixed order
+     NBWD__V_LOAD(p) NBWD__V_STORE(p, v)      VW floats, unaligned
+     NBWD__V_LOAD_N(p, n)                     the first n lanes (0 < n < VW), the
+     NBWD__V_STORE_N(p, n, v)                 others zero; a store writes no other
+                                              lane's bytes
+     NBWD__V_STREAM(p, v) NBWD__V_FENCE()     non-temporal store (p 64-byte aligned),
+                                              and the fence after a run of them
+     NBWD__LAYER_HAS_STREAM                   1, or 0 where V_STREAM is a plain store
+     NBWD__V_WIDEN_F16(p) .._BF16(p)          VW 16-bit values to f32 (exact)
+     NBWD__V_WIDEN_N_F16(p, n) .._BF16        the first n of them, the rest 0
+     NBWD__V_NARROW_F16(p, v) .._BF16         VW values to 16 bits, nearest even,
+                                              NaN a quiet NaN
+     NBWD__V_NARROW_N_F16(p, n, v) .._BF16    the first n lanes
+     NBWD__V_STREAM_F16(p, v) .._BF16         VW values, non-temporal where the
+                                              layer finds it pays
+     NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values (one pack where the
+     NBWD__V_STREAM2_BF16(p, v0, v1)          narrowing is integer code)
+     NBWD__LAYER_RSTD_LANES                   0, or LANES with
+     NBWD__V_RSTD(v, out, eps)                LANES of out = (float)(1 / sqrt(
+                                              (double)v + eps)), IEEE double
    ========================================================================== */
-#define NBWD__KN(name) NBWD__CAT(name, NBWD__KSUFFIX)
-#define NBWD__KFN NBWD__FORCEINLINE NBWD__KTARGET
-/* Calls one of three copies of a body, each compiled with a constant dt. */
-#define NBWD__DT_SWITCH(call_f32, call_f16, call_bf16)                        \
-    do {                                                                      \
-        if (dt == NBWD_F32) call_f32; else if (dt == NBWD_F16) call_f16; else call_bf16; \
-    } while (0)
+#define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
+#define NBWD__KFN NBWD__INLINE NBWD__KTARGET
 
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__ld)(const void *p, int64_t i, int dt) {
-    if (dt == NBWD_F32) return NBWD__VLOAD_F32((const float *)p + i);
-    if (dt == NBWD_F16) return NBWD__VLOAD_F16((const uint16_t *)p + i);
-    return NBWD__VLOAD_BF16((const uint16_t *)p + i);
+/* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
+   in every loop): a whole vector. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__load)(const float *p, int lanes) {
+    return lanes == NBWD__VW ? NBWD__V_LOAD(p) : NBWD__V_LOAD_N(p, lanes);
 }
-NBWD__KFN void NBWD__KN(nbwd__st)(void *p, int64_t i, int dt, NBWD__VF v) {
-    if (dt == NBWD_F32) NBWD__VSTORE_F32((float *)p + i, v);
-    else if (dt == NBWD_F16) NBWD__VSTORE_F16((uint16_t *)p + i, v);
-    else NBWD__VSTORE_BF16((uint16_t *)p + i, v);
+/* Stores the first `lanes` lanes; a whole vector non-temporally with stream. */
+NBWD__KFN void NBWD__K(nbwd__store)(float *p, int lanes, NBWD__V v, int stream) {
+    if (lanes < NBWD__VW) NBWD__V_STORE_N(p, lanes, v);
+    else if (stream) NBWD__V_STREAM(p, v);
+    else NBWD__V_STORE(p, v);
 }
-
-/* Non-temporal stores for dx of tensors larger than the caches (a layer
-   that has none stores normally; the bits are the same either way). */
-#if defined(NBWD__VSTREAM_F32)
-#define NBWD__KSTREAM 1
-#else
-#define NBWD__KSTREAM 0
-#define NBWD__VSTREAM_F32(p, v) NBWD__VSTORE_F32(p, v)
-#define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v)
-#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
-#define NBWD__VSFENCE() ((void)0)
-#endif
-NBWD__KFN void NBWD__KN(nbwd__stream)(void *p, int64_t i, int dt, NBWD__VF v) {
-    if (dt == NBWD_F32) NBWD__VSTREAM_F32((float *)p + i, v);
-    else if (dt == NBWD_F16) NBWD__VSTREAM_F16((uint16_t *)p + i, v);
-    else NBWD__VSTREAM_BF16((uint16_t *)p + i, v);
+/* Data of type dt at element i of p, as load and store above. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__load_data)(const void *p, int64_t i, int lanes, int dt) {
+    const uint16_t *h = (const uint16_t *)p + i;
+    if (dt == NBWD_F32) return NBWD__K(nbwd__load)((const float *)p + i, lanes);
+    if (lanes < NBWD__VW) return dt == NBWD_BF16 ? NBWD__V_WIDEN_N_BF16(h, lanes) : NBWD__V_WIDEN_N_F16(h, lanes);
+    return dt == NBWD_BF16 ? NBWD__V_WIDEN_BF16(h) : NBWD__V_WIDEN_F16(h);
 }
-/* Two vectors at element i. A layer may narrow a pair to bf16 in one go
-   (NBWD__VSTORE2_BF16, NBWD__VSTREAM2_BF16: avx2 and sse, where the
-   narrowing is integer code; one pack and one store for both). stream: dx +
-   i aligned to 2 * VW elements. */
-#if !defined(NBWD__VSTORE2_BF16)
-#define NBWD__VSTORE2_BF16(p, v0, v1)        \
-    do {                                     \
-        NBWD__VSTORE_BF16(p, v0);            \
-        NBWD__VSTORE_BF16((p) + NBWD__VW, v1); \
-    } while (0)
-#define NBWD__VSTREAM2_BF16(p, v0, v1)        \
-    do {                                      \
-        NBWD__VSTREAM_BF16(p, v0);            \
-        NBWD__VSTREAM_BF16((p) + NBWD__VW, v1); \
-    } while (0)
-#endif
-NBWD__KFN void NBWD__KN(nbwd__st2)(void *p, int64_t i, int dt, NBWD__VF v0, NBWD__VF v1, int stream) {
-    if (dt == NBWD_BF16 && stream) NBWD__VSTREAM2_BF16((uint16_t *)p + i, v0, v1);
-    else if (dt == NBWD_BF16) NBWD__VSTORE2_BF16((uint16_t *)p + i, v0, v1);
-    else if (stream) {
-        NBWD__KN(nbwd__stream)(p, i, dt, v0);
-        NBWD__KN(nbwd__stream)(p, i + NBWD__VW, dt, v1);
-    } else {
-        NBWD__KN(nbwd__st)(p, i, dt, v0);
-        NBWD__KN(nbwd__st)(p, i + NBWD__VW, dt, v1);
+NBWD__KFN void NBWD__K(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, NBWD__V v, int stream) {
+    uint16_t *h = (uint16_t *)p + i;
+    if (dt == NBWD_F32) NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
+    else if (lanes < NBWD__VW && dt == NBWD_BF16) NBWD__V_NARROW_N_BF16(h, lanes, v);
+    else if (lanes < NBWD__VW) NBWD__V_NARROW_N_F16(h, lanes, v);
+    else if (stream && dt == NBWD_BF16) NBWD__V_STREAM_BF16(h, v);
+    else if (stream) NBWD__V_STREAM_F16(h, v);
+    else if (dt == NBWD_BF16) NBWD__V_NARROW_BF16(h, v);
+    else NBWD__V_NARROW_F16(h, v);
+}
+/* Two whole vectors at element i; bf16 narrows the pair in one go (one
+   pack, one store on the paths whose narrowing is integer code). */
+NBWD__KFN void NBWD__K(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0, NBWD__V v1, int stream) {
+    if (dt == NBWD_BF16 && stream) NBWD__V_STREAM2_BF16((uint16_t *)p + i, v0, v1);
+    else if (dt == NBWD_BF16) NBWD__V_NARROW2_BF16((uint16_t *)p + i, v0, v1);
+    else {
+        NBWD__K(nbwd__store_data)(p, i, NBWD__VW, dt, v0, stream);
+        NBWD__K(nbwd__store_data)(p, i + NBWD__VW, NBWD__VW, dt, v1, stream);
     }
 }
-/* Non-temporal stores only ever write whole 64-byte lines: a line written
-   partly by them and partly by ordinary stores (the row's ends, a neighbour
-   row) costs a partial-line write to memory. [*begin, *end): the elements of
-   dx[0, n) that fill whole lines (empty without streaming stores). 64 / esz
-   is a multiple of VW on every layer, so the span is whole vectors. */
-NBWD__KFN void NBWD__KN(nbwd__nt_span)(const void *dx, int dt, int64_t n, int64_t *begin, int64_t *end) {
-    int64_t esz = (int64_t)nbwd__esize(dt), per_line = 64 / esz, b;
-    uintptr_t mis = (uintptr_t)dx % 64;
-    *begin = *end = 0;
-    if (!NBWD__KSTREAM || mis % (uintptr_t)esz) return;
-    b = (int64_t)((64 - mis) % 64) / esz;
-    if (b >= n) return;
-    *begin = b;
-    *end = b + (n - b) / per_line * per_line;
+
+#if NBWD__LAYER_F32
+/* The bulk conversion helpers (dt: NBWD_F16 or NBWD_BF16). */
+static NBWD__KTARGET void NBWD__K(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__V_STORE(dst + i, NBWD__K(nbwd__load_data)(src, i, NBWD__VW, dt));
+    if (i < n) NBWD__K(nbwd__store)(dst + i, (int)(n - i), NBWD__K(nbwd__load_data)(src, i, (int)(n - i), dt), 0);
 }
-/* stream: the elements of a row of n at dx that go out non-temporally: its
-   whole lines when the row starts a line (element 0 aligned), else none. */
-NBWD__KFN int64_t NBWD__KN(nbwd__nt_lead)(const void *dx, int dt, int64_t n, int stream) {
-    int64_t nt_begin = 0, nt_end = 0;
-    if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
-    return nt_begin ? 0 : nt_end;
-}
-/* Partial vectors: the first `count` lanes, 0 < count < VW. Masked loads and
-   stores where the layer has them (AVX-512), the layer's piecewise access
-   where it has that (NBWD__VLOADN_*, NBWD__VSTOREN_*: sse and avx2), else
-   element by element through a buffer (scalar, NEON). */
-#if defined(NBWD__VMASK)
-#define NBWD__KMASKED 1
-#else
-#define NBWD__KMASKED 0
-#define NBWD__VMASK int
-#define NBWD__VMASK_FIRST(count) ((int)(count))
 #endif
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm_f32)(const float *p, NBWD__VMASK m) {
-#if NBWD__KMASKED
-    return NBWD__VLOADM_F32(p, m);
-#elif defined(NBWD__VLOADN_F32)
-    return NBWD__VLOADN_F32(p, m);
-#else
-    float b[NBWD__VW];
-    int k;
-    for (k = 0; k < NBWD__VW; ++k) b[k] = k < m ? p[k] : 0.0f;
-    return NBWD__VLOAD_F32(b);
-#endif
-}
-NBWD__KFN void NBWD__KN(nbwd__stm_f32)(float *p, NBWD__VMASK m, NBWD__VF v) {
-#if NBWD__KMASKED
-    NBWD__VSTOREM_F32(p, m, v);
-#elif defined(NBWD__VSTOREN_F32)
-    NBWD__VSTOREN_F32(p, m, v);
-#else
-    float b[NBWD__VW];
-    int k;
-    NBWD__VSTORE_F32(b, v);
-    for (k = 0; k < m; ++k) p[k] = b[k];
-#endif
-}
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__ldm)(const void *p, int64_t i, int dt, NBWD__VMASK m) {
-#if NBWD__KMASKED
-    if (dt == NBWD_F32) return NBWD__VLOADM_F32((const float *)p + i, m);
-    if (dt == NBWD_F16) return NBWD__VLOADM_F16((const uint16_t *)p + i, m);
-    return NBWD__VLOADM_BF16((const uint16_t *)p + i, m);
-#elif defined(NBWD__VLOADN_F32)
-    if (dt == NBWD_F32) return NBWD__VLOADN_F32((const float *)p + i, m);
-    if (dt == NBWD_F16) return NBWD__VLOADN_F16((const uint16_t *)p + i, m);
-    return NBWD__VLOADN_BF16((const uint16_t *)p + i, m);
-#else
-    uint16_t b[NBWD__VW];
-    int k;
-    if (dt == NBWD_F32) return NBWD__KN(nbwd__ldm_f32)((const float *)p + i, m);
-    for (k = 0; k < NBWD__VW; ++k) b[k] = k < m ? ((const uint16_t *)p)[i + k] : (uint16_t)0;
-    return dt == NBWD_F16 ? NBWD__VLOAD_F16(b) : NBWD__VLOAD_BF16(b);
-#endif
-}
-NBWD__KFN void NBWD__KN(nbwd__stm)(void *p, int64_t i, int dt, NBWD__VMASK m, NBWD__VF v) {
-#if NBWD__KMASKED
-    if (dt == NBWD_F32) NBWD__VSTOREM_F32((float *)p + i, m, v);
-    else if (dt == NBWD_F16) NBWD__VSTOREM_F16((uint16_t *)p + i, m, v);
-    else NBWD__VSTOREM_BF16((uint16_t *)p + i, m, v);
-#elif defined(NBWD__VSTOREN_F32)
-    if (dt == NBWD_F32) NBWD__VSTOREN_F32((float *)p + i, m, v);
-    else if (dt == NBWD_F16) NBWD__VSTOREN_F16((uint16_t *)p + i, m, v);
-    else NBWD__VSTOREN_BF16((uint16_t *)p + i, m, v);
-#else
-    uint16_t b[NBWD__VW];
-    int k;
-    if (dt == NBWD_F32) {
-        NBWD__KN(nbwd__stm_f32)((float *)p + i, m, v);
-        return;
+static NBWD__KTARGET void NBWD__K(nbwd__narrow)(const float *src, uint16_t *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW)
+        NBWD__K(nbwd__store_pair)(dst, i, dt, NBWD__V_LOAD(src + i), NBWD__V_LOAD(src + i + NBWD__VW), 0);
+    for (; i < n; i += NBWD__VW) {
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__K(nbwd__store_data)(dst, i, lanes, dt, NBWD__K(nbwd__load)(src + i, lanes), 0);
     }
-    if (dt == NBWD_F16) NBWD__VSTORE_F16(b, v);
-    else NBWD__VSTORE_BF16(b, v);
-    for (k = 0; k < m; ++k) ((uint16_t *)p)[i + k] = b[k];
-#endif
-}
-/* Full (m unused) or partial vector access, chosen by a constant. */
-#define NBWD__LD(p, i, dt, part, m) ((part) ? NBWD__KN(nbwd__ldm)(p, i, dt, m) : NBWD__KN(nbwd__ld)(p, i, dt))
-#define NBWD__LDF(p, part, m) ((part) ? NBWD__KN(nbwd__ldm_f32)(p, m) : NBWD__VLOAD_F32(p))
-/* gamma at element i, or zeros without gamma (then unused) */
-#define NBWD__LDG(gamma, i, part, m) ((gamma) ? NBWD__LDF((gamma) + (i), part, m) : NBWD__VZERO())
-#define NBWD__STF(p, part, m, v)                                   \
-    do {                                                           \
-        if (part) NBWD__KN(nbwd__stm_f32)(p, m, v);                \
-        else NBWD__VSTORE_F32(p, v);                               \
-    } while (0)
-
-/* One set's transform and coefficients, broadcast: xhat = (x - xm) * xs;
-   dx = scale * (g - (mg + xhat * mgx)). */
-typedef struct NBWD__KN(nbwd__vset) {
-    NBWD__VF xm, xs, mg, mgx, scale;
-} NBWD__KN(nbwd__vset);
-NBWD__KFN NBWD__KN(nbwd__vset) NBWD__KN(nbwd__vset_of)(float xm, float xs, float mg, float mgx, float scale) {
-    NBWD__KN(nbwd__vset) s;
-    s.xm = NBWD__VSET1(xm); s.xs = NBWD__VSET1(xs);
-    s.mg = NBWD__VSET1(mg); s.mgx = NBWD__VSET1(mgx); s.scale = NBWD__VSET1(scale);
-    return s;
 }
 
-/* 16-bit rows of up to NBWD__KEEP_COLS elements keep each element's g and
-   xhat in f32 (a stack buffer of about 8.5 KiB) from the row's reduction to
-   its dx, instead of loading and widening the row a second time: in L2,
-   64x768 bf16 15-25 % faster on avx512_bf16 and 12-25 % on avx512, avx2, sse
-   and scalar; out of cache 32768x768 10-13 % faster, 8192x1024 0-10 %. Wider
-   rows (4096 columns: 17 % slower; the buffer then leaves L1) and f32 rows
-   (nothing to widen: 64x768 20 % slower) recompute. g lies at keep[i], xhat at
-   keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
+/* A set's coefficients, broadcast (a LayerNorm row, a BatchNorm channel):
+   xhat = (x - xm) * xs, dx = scale * (g - (mg + xhat * mgx)). Vectors, not
+   the floats they came from: a float in memory would be reloaded after every
+   store to the column partials, which might alias it. */
+typedef struct NBWD__K(nbwd__coef) {
+    NBWD__V xm, xs, mg, mgx, scale;
+} NBWD__K(nbwd__coef);
+NBWD__KFN NBWD__K(nbwd__coef) NBWD__K(nbwd__coef_of)(float xm, float xs, float mg, float mgx, float scale) {
+    NBWD__K(nbwd__coef) c;
+    c.xm = NBWD__V_SET1(xm); c.xs = NBWD__V_SET1(xs);
+    c.mg = NBWD__V_SET1(mg); c.mgx = NBWD__V_SET1(mgx); c.scale = NBWD__V_SET1(scale);
+    return c;
+}
+#define NBWD__XHAT(c, x) NBWD__V_MUL(NBWD__V_SUB(x, (c)->xm), (c)->xs)
+#define NBWD__DX(c, g, xh) NBWD__V_MUL(NBWD__V_SUB(g, NBWD__V_FMA(xh, (c)->mgx, (c)->mg)), (c)->scale)
+
+/* A row's sums, sum g and sum g * xhat, in two chains of vectors (two
+   chains hide the add latency). */
+typedef struct NBWD__K(nbwd__sums) {
+    NBWD__V g0, gx0, g1, gx1;
+} NBWD__K(nbwd__sums);
+NBWD__KFN void NBWD__K(nbwd__sums_zero)(NBWD__K(nbwd__sums) *s) {
+    s->g0 = s->gx0 = s->g1 = s->gx1 = NBWD__V_ZERO();
+}
+NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out) {
+    out[0] = NBWD__V_HSUM(NBWD__V_ADD(s->g0, s->g1));
+    out[1] = NBWD__V_HSUM(NBWD__V_ADD(s->gx0, s->gx1));
+}
+
+/* 16-bit LayerNorm rows of up to NBWD__KEEP_COLS elements keep each
+   element's g and xhat in f32 (a stack buffer of about 8.5 KiB) from the
+   row's reduction to its dx, instead of loading and widening the row a
+   second time (in L2 and out of cache alike, faster on every path; wider rows,
+   whose buffer would leave L1, and f32 rows, with nothing to widen,
+   measured slower and recompute; bench/NOTES.md). g lies at keep[i], xhat
+   at keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
 #define NBWD__KEEP_COLS 1024
 #define NBWD__KEEP_XH (NBWD__KEEP_COLS + 64)
-/* The reduction of one vector at element i: sums g and g * xhat into the
-   chain (sg, sgx) with g = dy * vgam, or dy without gamma (want_sums), and
-   the column partials col_dg += dy * xhat, col_db += dy (each may be NULL).
-   The caller loads gamma's vector: the fused loop shares it between rows.
-   keep (or NULL; with want_sums): where g and xhat are stored for the dx. */
-NBWD__KFN void NBWD__KN(nbwd__reduce_at)(const void *x, const void *dy, int64_t i, int dt, int part, NBWD__VMASK m,
-                                         NBWD__VF vxm, NBWD__VF vxs, int has_gamma, NBWD__VF vgam, float *col_dg,
-                                         float *col_db, int want_sums, NBWD__VF *sg, NBWD__VF *sgx, float *keep) {
-    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), vxm), vxs);
-    if (want_sums) {
-        NBWD__VF g = has_gamma ? NBWD__VMUL(vdy, vgam) : vdy;
-        *sg = NBWD__VADD(*sg, g);
-        *sgx = NBWD__VFMA(g, xh, *sgx);
-        if (keep) {
-            NBWD__VSTORE_F32(keep, g);
-            NBWD__VSTORE_F32(keep + NBWD__KEEP_XH, xh);
-        }
-    }
-    if (col_dg) NBWD__STF(col_dg + i, part, m, NBWD__VFMA(vdy, xh, NBWD__LDF(col_dg + i, part, m)));
-    if (col_db) NBWD__STF(col_db + i, part, m, NBWD__VADD(vdy, NBWD__LDF(col_db + i, part, m)));
-}
 
-/* dx from g and xhat */
-#define NBWD__DX_OF(s, g, xh) NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, (s)->mgx, (s)->mg)), (s)->scale)
-/* Stores dx's vector at element i: partial (mask m), non-temporal (stream:
-   dx + i aligned) or ordinary. */
-NBWD__KFN void NBWD__KN(nbwd__st_dx)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m, NBWD__VF out,
-                                     int stream) {
-    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
-    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
-    else NBWD__KN(nbwd__st)(dx, i, dt, out);
+/* One vector of a row's reduction at element i (lanes wide): g = dy * vgam
+   (dy without gamma) into the chain (sg, sgx), the column partials dg +=
+   dy * xhat, db += dy (cols.dg: both or neither), and with keep g and
+   xhat kept. The caller loads gamma's vector: the one-pass loop shares it
+   between its two rows. */
+NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
+                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
+                                        NBWD__V vgam, NBWD__V *sg, NBWD__V *sgx, float *keep) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
+    NBWD__V xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
+    NBWD__V g = has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy;
+    *sg = NBWD__V_ADD(*sg, g);
+    *sgx = NBWD__V_FMA(g, xh, *sgx);
+    if (keep) {
+        NBWD__V_STORE(keep + i, g);
+        NBWD__V_STORE(keep + NBWD__KEEP_XH + i, xh);
+    }
+    if (cols.dg) {
+        NBWD__K(nbwd__store)(cols.dg + i, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(cols.dg + i, lanes)), 0);
+        NBWD__K(nbwd__store)(cols.db + i, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(cols.db + i, lanes)), 0);
+    }
 }
-/* dx of one vector at element i from its g and xhat, stored */
-NBWD__KFN void NBWD__KN(nbwd__apply_out)(void *dx, int64_t i, int dt, int part, NBWD__VMASK m,
-                                         const NBWD__KN(nbwd__vset) *s, NBWD__VF g, NBWD__VF xh, int stream) {
-    NBWD__KN(nbwd__st_dx)(dx, i, dt, part, m, NBWD__DX_OF(s, g, xh), stream);
+/* dx of one vector at element i (not stored): from the kept g and xhat,
+   or from x and dy. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
+                                       const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
+                                       const float *keep) {
+    NBWD__V vdy, xh;
+    if (keep) return NBWD__DX(c, NBWD__V_LOAD(keep + i), NBWD__V_LOAD(keep + NBWD__KEEP_XH + i));
+    vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
+    xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
+    return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
 }
-/* dx of one vector at element i from x and dy, not stored */
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__dx_at)(const void *x, const void *dy, int64_t i, int dt, int part, NBWD__VMASK m,
-                                         const NBWD__KN(nbwd__vset) *s, int has_gamma, NBWD__VF vgam) {
-    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), s->xm), s->xs);
-    return NBWD__DX_OF(s, has_gamma ? NBWD__VMUL(vdy, vgam) : vdy, xh);
-}
-/* dx of one vector at element i from x and dy, stored */
-NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
-                                        NBWD__VMASK m, const NBWD__KN(nbwd__vset) *s, int has_gamma,
-                                        NBWD__VF vgam, int stream) {
-    NBWD__KN(nbwd__st_dx)(dx, i, dt, part, m, NBWD__KN(nbwd__dx_at)(x, dy, i, dt, part, m, s, has_gamma, vgam),
-                          stream);
+/* gamma's vector at element i (zeros, unused, without gamma) */
+NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
+    return has_gamma ? NBWD__K(nbwd__load)(cols.gamma + i, lanes) : NBWD__V_ZERO();
 }
 
 /* Software prefetch of rows that stream in from memory: the lines of x and
-   dy lying NBWD__KPF_BYTES past the elements [i, i + 2 VW), each line once.
-   Distance and hint as measured per path. The AVX-512 paths (measured on
-   Zen 4, where one core reading two streams alone reached 18 GB/s with no
-   prefetch or prefetcht0, 21 with prefetcht2) prefetch 2 KiB ahead with
-   prefetcht2 in the fused loop's 16-bit rows, the f32 sub-block sweep's
-   reduction and BatchNorm NCX's (one thread: LayerNorm f32 32768x768 about
-   12 % faster, BatchNorm NCX 32x64x56x56 and 32x256x28x28 12-16 %). The
-   narrower paths (measured on Zen 3) prefetch 1 KiB ahead with prefetcht0,
-   in the fused loop only. */
+   dy NBWD__KPF_BYTES past the elements [i, i + 2 VW), each line once. The
+   distance and hint are per width, as measured (bench/NOTES.md): 16-lane
+   paths 2 KiB ahead with a hint to L2 (prefetcht2 reads streams faster than
+   no prefetch or prefetcht0 on Zen 4), narrower ones 1 KiB ahead into L1. */
 #if NBWD__VW >= 16
 #define NBWD__KPF(addr) NBWD__PREFETCH_L2(addr)
 #define NBWD__KPF_BYTES 2048
@@ -2162,760 +2152,642 @@ NBWD__KFN void NBWD__KN(nbwd__apply_at)(const void *x, const void *dy, void *dx,
 #define NBWD__KPF(addr) NBWD__PREFETCH(addr)
 #define NBWD__KPF_BYTES 1024
 #endif
-NBWD__KFN void NBWD__KN(nbwd__prefetch_ahead)(const void *x, const void *dy, int64_t i, int64_t esz) {
-    const int64_t step = 2 * NBWD__VW * esz; /* bytes of the elements [i, i + 2 VW) */
+NBWD__KFN void NBWD__K(nbwd__prefetch_ahead)(const void *x, const void *dy, int dt, int64_t i) {
+    const int64_t esz = (int64_t)nbwd__esize(dt), step = 2 * NBWD__VW * esz; /* the bytes of [i, i + 2 VW) */
     int64_t k;
     if (step < 64 && (i * esz) % 64 != 0) return; /* their line was prefetched already */
     for (k = 0; k < step; k += 64) {
-        NBWD__KPF((uintptr_t)x + (uintptr_t)(i * esz + k + NBWD__KPF_BYTES));
-        NBWD__KPF((uintptr_t)dy + (uintptr_t)(i * esz + k + NBWD__KPF_BYTES));
+        NBWD__KPF((const char *)x + i * esz + k + NBWD__KPF_BYTES);
+        NBWD__KPF((const char *)dy + i * esz + k + NBWD__KPF_BYTES);
     }
 }
 
-/* The reduction of one row, in a fixed order: pairs of vectors into two
-   chains (they hide the add latency), an odd last full vector into the first,
-   the partial tail into the second. The fused loop below keeps this order, so
-   a row's sums never depend on which loop handled it. sums NULL: column
-   partials only. keep (or NULL): the row's g and xhat are kept there.
-   prefetch: the row streams in from memory (nbwd__prefetch_ahead). */
-#define NBWD__KEPT(keep, i) ((keep) ? (keep) + (i) : (float *)NULL)
-NBWD__KFN void NBWD__KN(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
-                                          const float *gamma, float *col_dg, float *col_db, float *sums,
-                                          float *keep, int prefetch) {
-    NBWD__VF vxm = NBWD__VSET1(xm), vxs = NBWD__VSET1(xs), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
-    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
-    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+/* A row's reduction over [0, n), in a fixed order: pairs of vectors into the
+   two chains, an odd last whole vector into the first, a partial last one
+   into the second. Every loop below keeps this order, so a row's sums never
+   depend on which loop handled it. prefetch: the row streams in from
+   memory; keep (or NULL): where g and xhat are kept. */
+NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
+                                         nbwd__cols cols, int has_gamma, float *sums, float *keep,
+                                         int prefetch) {
+    NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(xm, xs, 0.0f, 0.0f, 0.0f);
+    NBWD__K(nbwd__sums) s;
     int64_t i = 0;
-    int want = sums != NULL;
-    const float *gam = want ? gamma : NULL; /* gamma only enters the sums */
-    const int hg = gam != NULL;
-    const int64_t esz = (int64_t)nbwd__esize(dt);
+    NBWD__K(nbwd__sums_zero)(&s);
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        if (prefetch) NBWD__KN(nbwd__prefetch_ahead)(x, dy, i, esz);
-        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, hg, NBWD__LDG(gam, i, 0, none), col_dg, col_db,
-                                  want, &sg, &sgx, NBWD__KEPT(keep, i));
-        NBWD__KN(nbwd__reduce_at)(x, dy, i + NBWD__VW, dt, 0, none, vxm, vxs, hg,
-                                  NBWD__LDG(gam, i + NBWD__VW, 0, none), col_dg, col_db, want, &sg1, &sgx1,
-                                  NBWD__KEPT(keep, i + NBWD__VW));
+        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(x, dy, dt, i);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), &s.g1, &s.gx1,
+                                 keep);
     }
     if (i + NBWD__VW <= n) {
-        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 0, none, vxm, vxs, hg, NBWD__LDG(gam, i, 0, none), col_dg, col_db,
-                                  want, &sg, &sgx, NBWD__KEPT(keep, i));
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
         i += NBWD__VW;
     }
     if (i < n) {
-        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
-        NBWD__KN(nbwd__reduce_at)(x, dy, i, dt, 1, m, vxm, vxs, hg, NBWD__LDG(gam, i, 1, m), col_dg, col_db, want,
-                                  &sg1, &sgx1, NBWD__KEPT(keep, i));
+        int lanes = (int)(n - i);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, lanes, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), &s.g1, &s.gx1, keep);
     }
-    if (sums) {
-        sums[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
-        sums[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
-    }
+    NBWD__K(nbwd__sums_out)(&s, sums);
 }
 
-/* dx of the vector at element i from its kept g and xhat. */
-NBWD__KFN void NBWD__KN(nbwd__apply_kept)(void *dx, const float *keep, int64_t i, int dt, int part, NBWD__VMASK m,
-                                          const NBWD__KN(nbwd__vset) *s, int stream) {
-    NBWD__KN(nbwd__apply_out)(dx, i, dt, part, m, s, NBWD__LDF(keep + i, part, m),
-                              NBWD__LDF(keep + NBWD__KEEP_XH + i, part, m), stream);
-}
-
-/* dx of the vector at element i: from its kept g and xhat, or computed. */
-NBWD__KFN void NBWD__KN(nbwd__apply_vec)(const void *x, const void *dy, void *dx, const float *keep, int64_t i,
-                                         int dt, int part, NBWD__VMASK m, const NBWD__KN(nbwd__vset) *s,
-                                         const float *gamma, int stream) {
-    if (keep)
-        NBWD__KN(nbwd__apply_kept)(dx, keep, i, dt, part, m, s, stream);
-    else
-        NBWD__KN(nbwd__apply_at)(x, dy, dx, i, dt, part, m, s, gamma != NULL, NBWD__LDG(gamma, i, part, m), stream);
-}
-
-/* dx of the full vector at element i, from keep or computed; not stored */
-NBWD__KFN NBWD__VF NBWD__KN(nbwd__dx_full)(const void *x, const void *dy, const float *keep, int64_t i, int dt,
-                                           const NBWD__KN(nbwd__vset) *s, const float *gamma) {
-    if (keep) return NBWD__DX_OF(s, NBWD__VLOAD_F32(keep + i), NBWD__VLOAD_F32(keep + NBWD__KEEP_XH + i));
-    return NBWD__KN(nbwd__dx_at)(x, dy, i, dt, 0, NBWD__VMASK_FIRST(1), s, gamma != NULL,
-                                 gamma ? NBWD__VLOAD_F32(gamma + i) : NBWD__VZERO());
-}
-
-/* Elements [i, end) of dx: pairs of vectors for bf16, full vectors, then a
-   partial one (or none). */
-NBWD__KFN void NBWD__KN(nbwd__apply_span)(const void *x, const void *dy, void *dx, const float *keep, int64_t i,
-                                          int64_t end, int dt, const NBWD__KN(nbwd__vset) *s, const float *gamma,
-                                          int stream) {
-    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
-    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) /* pairs: see nbwd__st2 */
-        NBWD__KN(nbwd__st2)(dx, i, dt, NBWD__KN(nbwd__dx_full)(x, dy, keep, i, dt, s, gamma),
-                            NBWD__KN(nbwd__dx_full)(x, dy, keep, i + NBWD__VW, dt, s, gamma), stream);
+/* dx of [i, end) of a row: bf16 pairs of vectors, whole vectors, then a
+   partial one (or none); the vectors that end by stream_end non-temporally
+   (dx + i 64-byte aligned then). */
+NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
+                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
+                                         int has_gamma, const float *keep) {
+    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
+        NBWD__K(nbwd__store_pair)(
+            dx, i, dt,
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
+            i + 2 * NBWD__VW <= stream_end);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
-        NBWD__KN(nbwd__apply_vec)(x, dy, dx, keep, i, dt, 0, none, s, gamma, stream);
-    if (i < end) NBWD__KN(nbwd__apply_vec)(x, dy, dx, keep, i, dt, 1, NBWD__VMASK_FIRST(end - i), s, gamma, 0);
+        NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
+                                  i + NBWD__VW <= stream_end);
+    if (i < end) {
+        int lanes = (int)(end - i);
+        NBWD__K(nbwd__store_data)(dx, i, lanes, dt,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
+                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
+                                  0);
+    }
 }
-
-/* dx of one row. stream: the whole 64-byte lines of the row non-temporal. */
-NBWD__KFN void NBWD__KN(nbwd__apply_row)(const void *x, const void *dy, void *dx, const float *keep, int dt,
-                                         int64_t n, const NBWD__KN(nbwd__vset) *s, const float *gamma, int stream) {
+/* dx of one row; stream: its whole 64-byte lines non-temporally (not
+   fenced), the rest with ordinary stores: up to the first whole line, then
+   from there. */
+NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
+                                        const float *keep, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
-    if (stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
-    if (nt_end > nt_begin) {
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, 0, nt_begin, dt, s, gamma, 0);
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, nt_begin, nt_end, dt, s, gamma, 1);
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, nt_end, n, dt, s, gamma, 0);
-    } else {
-        NBWD__KN(nbwd__apply_span)(x, dy, dx, keep, 0, n, dt, s, gamma, 0);
-    }
+    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
+    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
 }
 
-/* One vector of the fused loop: row b's reduction at element i and row a's
-   dx there. With keep, row a's g and xhat are read from it before row b's
-   replace them. */
-NBWD__KFN void NBWD__KN(nbwd__fused_at)(const void *xa, const void *dya, void *dxa, const NBWD__KN(nbwd__vset) *sa,
-                                        const void *xb, const void *dyb, NBWD__VF vxm, NBWD__VF vxs, int64_t i,
-                                        int dt, int part, NBWD__VMASK m, int hg, NBWD__VF vgam, float *col_dg,
-                                        float *col_db, NBWD__VF *sg, NBWD__VF *sgx, float *keep, int stream) {
-    if (keep) {
-        NBWD__KN(nbwd__apply_kept)(dxa, keep, i, dt, part, m, sa, stream);
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, part, m, vxm, vxs, hg, vgam, col_dg, col_db, 1, sg, sgx,
-                                  keep + i);
-    } else {
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, part, m, vxm, vxs, hg, vgam, col_dg, col_db, 1, sg, sgx, NULL);
-        NBWD__KN(nbwd__apply_at)(xa, dya, dxa, i, dt, part, m, sa, hg, vgam, stream);
-    }
-}
-
-/* Two rows of the same length in one loop: the reduction of row b (sums_b)
-   while dx of row a (whose sums are done) is written. Row b streams in from
-   memory while row a, read a moment ago, comes from the cache: one pass over
-   DRAM keeps the loads in flight while the arithmetic runs. Row b's order is
-   reduce_row's. stream: row a's whole lines non-temporal when its dx starts
-   on a line (else ordinary stores). keep (or NULL): row a's g and xhat, which
-   row b's replace. */
-NBWD__KFN void NBWD__KN(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa,
-                                          const NBWD__KN(nbwd__vset) *sa, const void *xb, const void *dyb,
-                                          float xmb, float xsb, float *sums_b, int dt, int64_t n,
-                                          const float *gamma, float *col_dg, float *col_db, float *keep,
-                                          int stream) {
-    NBWD__VF vxm = NBWD__VSET1(xmb), vxs = NBWD__VSET1(xsb), sg = NBWD__VZERO(), sgx = NBWD__VZERO();
-    NBWD__VF sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
-    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+/* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
+   sums_b, in reduce_row's order) while dx of row a, whose sums are done, is
+   written. Row b streams in from memory while row a, read a moment ago,
+   comes from the cache: one pass over memory keeps the loads in flight
+   while the arithmetic runs. stream: row a's whole lines non-temporally
+   when its dx starts a line (else ordinary stores). keep (or NULL): row a's
+   g and xhat, which row b's replace. */
+NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
+                                         const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
+                                         float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
+                                         int stream) {
+    NBWD__K(nbwd__sums) s;
     int64_t i = 0, nt_begin = 0, nt_end = 0;
-    /* Row b (and the next) is prefetched (nbwd__prefetch_ahead; these
-       numbers are of prefetcht0 1 KiB ahead on every path): 16-bit rows
-       (10-20 % faster on 4096- and 8192-wide rows out of cache, one and two
-       threads) and, on paths narrower than AVX-512, f32 rows of at least 4
-       KiB (avx2 and sse 8-20 % faster; f32 on AVX-512 13-27 % slower) or out
-       of cache (stream: 32768x768 on avx2 7-10 % faster on Zen 3, though 6 %
-       slower on Zen 4; sse within the noise; in cache, 64x768, the
-       prefetches only cost). */
-    const int64_t esz = (int64_t)nbwd__esize(dt);
+    /* prefetch 16-bit rows, and f32 rows on narrower paths from 4 KiB or out
+       of cache (f32 on 16-lane paths measured slower with it) */
     const int prefetch = dt != NBWD_F32 || (NBWD__VW < 16 && (n >= 1024 || stream));
-    const int hg = gamma != NULL;
-    if (stream) NBWD__KN(nbwd__nt_span)(dxa, dt, n, &nt_begin, &nt_end);
-    if (nt_begin != 0) nt_end = 0; /* row a's dx starts mid-line: ordinary stores */
+    NBWD__K(nbwd__sums_zero)(&s);
+    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dxa, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    if (nt_begin != 0) nt_end = 0;
     for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        if (prefetch) NBWD__KN(nbwd__prefetch_ahead)(xb, dyb, i, esz);
         /* gamma loaded once for both rows: the compiler cannot reuse one
-           load across the column-partial stores, which might alias gamma
-           (64x768 f32 in L2: 10-13 % faster) */
-        NBWD__VF g0 = NBWD__LDG(gamma, i, 0, none), g1 = NBWD__LDG(gamma, i + NBWD__VW, 0, none);
-        NBWD__VF dx0 = NBWD__VZERO(), dx1 = NBWD__VZERO();
+           load across the column-partial stores, which might alias gamma */
+        NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
         int st = i + 2 * NBWD__VW <= nt_end;
-        if (dt != NBWD_BF16) { /* (f32 measured 3-6 % slower with bf16's order below) */
-            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, g0, col_dg, col_db,
-                                     &sg, &sgx, keep, st);
-            NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i + NBWD__VW, dt, 0, none, hg, g1, col_dg,
-                                     col_db, &sg1, &sgx1, keep, st);
+        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
+        if (dt != NBWD_BF16 && !keep) { /* (f32 measured 3-6 % slower in bf16's order below) */
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
+            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
+                                      st);
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
+            NBWD__K(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
+                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
             continue;
         }
-        /* bf16: row a's two dx vectors are stored together
-           (NBWD__VSTORE2_BF16); with keep they are formed before row b's g
-           and xhat replace row a's */
-        if (keep) {
-            dx0 = NBWD__KN(nbwd__dx_full)(xa, dya, keep, i, dt, sa, gamma);
-            dx1 = NBWD__KN(nbwd__dx_full)(xa, dya, keep, i + NBWD__VW, dt, sa, gamma);
-        }
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i, dt, 0, none, vxm, vxs, hg, g0, col_dg, col_db, 1, &sg, &sgx,
-                                  NBWD__KEPT(keep, i));
-        NBWD__KN(nbwd__reduce_at)(xb, dyb, i + NBWD__VW, dt, 0, none, vxm, vxs, hg, g1, col_dg, col_db, 1, &sg1,
-                                  &sgx1, NBWD__KEPT(keep, i + NBWD__VW));
-        if (!keep) {
-            dx0 = NBWD__KN(nbwd__dx_at)(xa, dya, i, dt, 0, none, sa, hg, g0);
-            dx1 = NBWD__KN(nbwd__dx_at)(xa, dya, i + NBWD__VW, dt, 0, none, sa, hg, g1);
-        }
-        NBWD__KN(nbwd__st2)(dxa, i, dt, dx0, dx1, st);
+        /* row a's dx first: with keep, row b's g and xhat replace row a's;
+           bf16 stores the pair in one go */
+        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
+        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
+        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
+        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
+        NBWD__K(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
     }
-    if (i + NBWD__VW <= n) {
-        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 0, none, hg, NBWD__LDG(gamma, i, 0, none),
-                                 col_dg, col_db, &sg, &sgx, keep, i + NBWD__VW <= nt_end);
-        i += NBWD__VW;
+    for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
+        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
+        if (lanes == NBWD__VW)
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
+        else
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, lanes, cb, cols, 1, g, &s.g1, &s.gx1, keep);
+        NBWD__K(nbwd__store_data)(dxa, i, lanes, dt, dxv, lanes == NBWD__VW && i + NBWD__VW <= nt_end);
     }
-    if (i < n) {
-        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
-        NBWD__KN(nbwd__fused_at)(xa, dya, dxa, sa, xb, dyb, vxm, vxs, i, dt, 1, m, hg, NBWD__LDG(gamma, i, 1, m),
-                                 col_dg, col_db, &sg1, &sgx1, keep, 0);
-    }
-    sums_b[0] = NBWD__VHSUM(NBWD__VADD(sg, sg1));
-    sums_b[1] = NBWD__VHSUM(NBWD__VADD(sgx, sgx1));
+    NBWD__K(nbwd__sums_out)(&s, sums_b);
 }
 
-/* BatchNorm NXC: one row of all channels, per-channel statistics. */
-NBWD__KFN void NBWD__KN(nbwd__col_reduce_at)(const void *x, const void *dy, int64_t i, int dt, int part,
-                                             NBWD__VMASK m, const float *xm, const float *xs, float *col_dg,
-                                             float *col_db) {
-    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), NBWD__LDF(xm + i, part, m)),
-                             NBWD__LDF(xs + i, part, m));
-    NBWD__STF(col_dg + i, part, m, NBWD__VFMA(vdy, xh, NBWD__LDF(col_dg + i, part, m)));
-    NBWD__STF(col_db + i, part, m, NBWD__VADD(vdy, NBWD__LDF(col_db + i, part, m)));
-}
-NBWD__KFN void NBWD__KN(nbwd__col_apply_at)(const void *x, const void *dy, void *dx, int64_t i, int dt, int part,
-                                            NBWD__VMASK m, const float *xm, const float *xs, const float *mg,
-                                            const float *mgx, const float *scale, int stream) {
-    NBWD__VF vdy = NBWD__LD(dy, i, dt, part, m);
-    NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, i, dt, part, m), NBWD__LDF(xm + i, part, m)),
-                             NBWD__LDF(xs + i, part, m));
-    NBWD__VF t = NBWD__VFMA(xh, NBWD__LDF(mgx + i, part, m), NBWD__LDF(mg + i, part, m));
-    NBWD__VF out = NBWD__VMUL(NBWD__VSUB(vdy, t), NBWD__LDF(scale + i, part, m));
-    if (part) NBWD__KN(nbwd__stm)(dx, i, dt, m, out);
-    else if (stream) NBWD__KN(nbwd__stream)(dx, i, dt, out);
-    else NBWD__KN(nbwd__st)(dx, i, dt, out);
-}
-
-/* Narrow LayerNorm rows, at most NBWD__NARROW_VECS vectors (nv, a constant
-   after inlining): each row is loaded once and kept in registers for its sums
-   and its dx, and the column partials stay in registers for the whole batch.
-   (Through memory, each row's update of a partial would wait for the previous
-   row's store of it; a masked store cannot even be forwarded.) Vector v goes
-   to sum chain v & 1, the partial tail to chain 1: reduce_row's order, so the
-   bits are the same as on the general path. */
-#define NBWD__NARROW_VECS 4
-/* the body once per vector v < nv (at most 4: narrow LayerNorm and BatchNorm rows, the sweep) */
-#define NBWD__EACH_VEC(v, ...)                                                         \
-    do {                                                                               \
-        { const int v = 0; __VA_ARGS__ }                                               \
-        if (nv > 1) { const int v = 1; __VA_ARGS__ }                                   \
-        if (nv > 2) { const int v = 2; __VA_ARGS__ }                                   \
-        if (nv > 3) { const int v = 3; __VA_ARGS__ }                                   \
-    } while (0)
-NBWD__KFN void NBWD__KN(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                              float *col_db, const int nv) {
+/* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
+   are reduced in the loop that writes row i-1's dx. */
+NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW); /* the last vector is partial */
-    NBWD__VMASK m = NBWD__VMASK_FIRST(tail ? tail : 1);
-    NBWD__VF gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
-    NBWD__VF xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
+    float inv_n = 1.0f / (float)n, sums[2];
+    NBWD__K(nbwd__coef) ca, cb;
+    NBWD__K(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0], cols,
+                              1, sums, keep, 0);
+    for (i = 1; i < r->count; ++i) {
+        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
+        cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
+        NBWD__K(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
+                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
+                                  r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
+    }
+    i = r->count - 1;
+    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
+                             n, &ca, cols, 1, keep, r->stream);
+    if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
+}
+
+/* The body once per vector v < nv (nv, at most 4, a constant): the narrow-
+   row kernels and the sweep keep that many vectors in registers. */
+#define NBWD__EACH_VEC(v, ...)                       \
+    do {                                             \
+        { const int v = 0; __VA_ARGS__ }             \
+        if (nv > 1) { const int v = 1; __VA_ARGS__ } \
+        if (nv > 2) { const int v = 2; __VA_ARGS__ } \
+        if (nv > 3) { const int v = 3; __VA_ARGS__ } \
+    } while (0)
+#define NBWD__NARROW_VECS 4
+
+/* Narrow LayerNorm rows, nv <= NBWD__NARROW_VECS vectors (the last partial
+   when n % VW): each row is loaded once and kept in registers for its sums
+   and its dx, and gamma and the column partials stay in registers for the
+   whole batch (through memory, each row's update of a partial would wait
+   for the previous row's store of it). Vector v goes to sum chain v & 1, a
+   partial last one to chain 1: reduce_row's order. */
+NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__cols cols, const int nv) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const int tail = (int)(n % NBWD__VW);
+    /* bf16: whole vectors stored in pairs (see store_pair) */
+    const int paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
+    NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
+    NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
+#define NBWD__LANES(v) (tail && (v) == nv - 1 ? tail : NBWD__VW)
     NBWD__EACH_VEC(v, {
-        int pv = tail && v == nv - 1;
-        gam[v] = gamma ? NBWD__LDF(gamma + v * NBWD__VW, pv, m) : NBWD__VZERO();
-        cdg[v] = col_dg ? NBWD__LDF(col_dg + v * NBWD__VW, pv, m) : NBWD__VZERO();
-        cdb[v] = col_db ? NBWD__LDF(col_db + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
+        cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
+        cdb[v] = cols.dg ? NBWD__K(nbwd__load)(cols.db + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
     });
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        NBWD__VF vxm = NBWD__VSET1(r->xm[i]), vxs = NBWD__VSET1(r->xs[i]);
-        NBWD__VF sg0 = NBWD__VZERO(), sgx0 = NBWD__VZERO(), sg1 = NBWD__VZERO(), sgx1 = NBWD__VZERO();
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, r->rstd[i]);
+        NBWD__K(nbwd__sums) s;
+        NBWD__K(nbwd__sums_zero)(&s);
         NBWD__EACH_VEC(v, {
-            int pv = tail && v == nv - 1;
-            NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
-            xh[v] = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm), vxs);
-            if (col_dg) cdg[v] = NBWD__VFMA(vdy, xh[v], cdg[v]);
-            if (col_db) cdb[v] = NBWD__VADD(vdy, cdb[v]);
-            g[v] = gamma ? NBWD__VMUL(vdy, gam[v]) : vdy;
-            if (pv || (v & 1)) {
-                sg1 = NBWD__VADD(sg1, g[v]);
-                sgx1 = NBWD__VFMA(g[v], xh[v], sgx1);
+            NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+            xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
+            if (cols.dg) {
+                cdg[v] = NBWD__V_FMA(vdy, xh[v], cdg[v]);
+                cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
+            }
+            g[v] = NBWD__V_MUL(vdy, gam[v]);
+            if (NBWD__LANES(v) < NBWD__VW || (v & 1)) {
+                s.g1 = NBWD__V_ADD(s.g1, g[v]);
+                s.gx1 = NBWD__V_FMA(g[v], xh[v], s.gx1);
             } else {
-                sg0 = NBWD__VADD(sg0, g[v]);
-                sgx0 = NBWD__VFMA(g[v], xh[v], sgx0);
+                s.g0 = NBWD__V_ADD(s.g0, g[v]);
+                s.gx0 = NBWD__V_FMA(g[v], xh[v], s.gx0);
             }
         });
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            NBWD__VF vmg = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sg0, sg1)) * inv_n);
-            NBWD__VF vmgx = NBWD__VSET1(NBWD__VHSUM(NBWD__VADD(sgx0, sgx1)) * inv_n);
-            NBWD__VF vscale = NBWD__VSET1(r->rstd[i]);
-            NBWD__VF out[NBWD__NARROW_VECS];
+            float sums[2];
             int64_t nt_begin = 0, nt_end = 0;
-            int whole, paired; /* whole: the row is whole lines; paired: vectors stored in pairs */
-            if (r->stream) NBWD__KN(nbwd__nt_span)(dx, dt, n, &nt_begin, &nt_end);
+            int whole; /* the row is whole lines: every vector non-temporal */
+            NBWD__V out[NBWD__NARROW_VECS];
+            NBWD__K(nbwd__sums_out)(&s, sums);
+            c.mg = NBWD__V_SET1(sums[0] * inv_n);
+            c.mgx = NBWD__V_SET1(sums[1] * inv_n);
+            if (r->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
-            NBWD__EACH_VEC(v, { out[v] = NBWD__VMUL(NBWD__VSUB(g[v], NBWD__VFMA(xh[v], vmgx, vmg)), vscale); });
-            /* bf16: the full vectors two at a time (see nbwd__st2) */
-            paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
-            if (paired >= 2) NBWD__KN(nbwd__st2)(dx, 0, dt, out[0], out[1], whole);
-            if (paired >= 4) NBWD__KN(nbwd__st2)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
+            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
+            if (paired >= 2) NBWD__K(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
+            if (paired >= 4) NBWD__K(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v, {
-                if (v >= paired) NBWD__KN(nbwd__st_dx)(dx, v * NBWD__VW, dt, tail && v == nv - 1, m, out[v], whole);
+                if (v >= paired) NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out[v], whole);
             });
         }
     }
-    NBWD__EACH_VEC(v, {
-        int pv = tail && v == nv - 1;
-        if (col_dg) NBWD__STF(col_dg + v * NBWD__VW, pv, m, cdg[v]);
-        if (col_db) NBWD__STF(col_db + v * NBWD__VW, pv, m, cdb[v]);
-    });
-    if (r->dx && r->stream) NBWD__VSFENCE();
-}
-/* nv as a constant; each dtype in a function of its own (see ln_rows) */
-#define NBWD__NARROW_DT(DT, NAME)                                                                              \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(NAME)(const nbwd__rows *r, const float *gamma, float *col_dg,   \
-                                                     float *col_db) {                                         \
-        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                            \
-        case 1: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 1); break;                        \
-        case 2: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 2); break;                        \
-        case 3: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 3); break;                        \
-        default: NBWD__KN(nbwd__ln_narrow_body)(r, DT, gamma, col_dg, col_db, 4); break;                       \
-        }                                                                                                      \
+    if (cols.dg) {
+        NBWD__EACH_VEC(v, {
+            NBWD__K(nbwd__store)(cols.dg + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
+            NBWD__K(nbwd__store)(cols.db + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
+        });
     }
-NBWD__NARROW_DT(NBWD_F32, nbwd__ln_narrow_f32)
-NBWD__NARROW_DT(NBWD_F16, nbwd__ln_narrow_f16)
-NBWD__NARROW_DT(NBWD_BF16, nbwd__ln_narrow_bf16)
-#undef NBWD__NARROW_DT
-NBWD__KFN void NBWD__KN(nbwd__ln_narrow)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                         float *col_db) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__ln_narrow_f32)(r, gamma, col_dg, col_db),
-                    NBWD__KN(nbwd__ln_narrow_f16)(r, gamma, col_dg, col_db),
-                    NBWD__KN(nbwd__ln_narrow_bf16)(r, gamma, col_dg, col_db));
+    if (r->dx && r->stream) NBWD__V_FENCE();
+#undef NBWD__LANES
 }
 
-/* Large f32 tensors on 16-lane vectors (elsewhere it measured slower: in
-   cache, where the partials are cheap; on 4- and 8-lane vectors; with
-   16-bit data): rows with column sums and dx go a sub-block at a time. The
-   rows' sums are reduced as the sub-block streams in from memory, then the
+#if NBWD__VW >= 16
+/* Large f32 tensors with both outputs, on 16-lane vectors (elsewhere, and
+   for 16-bit data, it measured slower): rows go a sub-block at a time. The
+   rows' sums are reduced as the sub-block streams in from memory; then the
    sub-block, now in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of
-   columns at a time: dx is written and the chunk's diff_gamma/diff_beta sums
-   stay in registers down the rows. (A load and a store of the partials for every row and
-   vector cost about a fifth of the time, partly through 4K aliasing with the
-   rows; carrying the next sub-block's reduction along inside the sweep, to
-   overlap reads and writes, measured slower.) Each column adds its rows in
-   order and each row's sums are reduce_row's: the same bits as a row at a
-   time. */
+   columns at a time: dx is written and the chunk's column partials stay in
+   registers down the rows (a load and a store of the partials per row and
+   vector cost about a fifth of the time). Each column adds its rows in
+   order and each row's sums are reduce_row's: the bits of a row at a time. */
 #define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
-#define NBWD__SWEEP_VECS 4 /* columns per sweep chunk, in vectors (EACH_VEC: at most 4) */
-/* nv vectors at column j over rows [r0, r1); part: the last one is partial
-   (mask m); stream: dx non-temporal where the row's chunk is whole lines. */
-NBWD__KFN void NBWD__KN(nbwd__sweep_cols)(const nbwd__rows *r, int64_t r0, int64_t r1, int64_t j, int dt,
-                                          const float *gamma, float *col_dg, float *col_db, const float *mg,
-                                          const float *mgx, const int nv, int part, NBWD__VMASK m, int stream) {
-    int64_t i, esz = (int64_t)nbwd__esize(dt);
-    NBWD__VF gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
+#define NBWD__SWEEP_VECS 4            /* columns per chunk, in vectors (EACH_VEC: at most 4) */
+/* nv vectors at column j over rows [r0, r1), the last one `last` lanes wide;
+   stream: dx non-temporal where a row's chunk starts a line. */
+NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, int64_t r0, int64_t r1,
+                                         int64_t j, const float *mg, const float *mgx, const int nv, int last,
+                                         int stream) {
+    int64_t i;
+    NBWD__V gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v, {
-        int pv = part && v == nv - 1;
-        gam[v] = gamma ? NBWD__LDF(gamma + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
-        cdg[v] = col_dg ? NBWD__LDF(col_dg + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
-        cdb[v] = col_db ? NBWD__LDF(col_db + j + v * NBWD__VW, pv, m) : NBWD__VZERO();
+        gam[v] = NBWD__K(nbwd__load)(cols.gamma + j + v * NBWD__VW, NBWD__LANES(v));
+        cdg[v] = NBWD__K(nbwd__load)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v));
+        cdb[v] = NBWD__K(nbwd__load)(cols.db + j + v * NBWD__VW, NBWD__LANES(v));
     });
     for (i = r0; i < r1; ++i) {
-        const char *x = r->x + (r->x_off[i] + j) * esz, *dy = r->dy + (r->dy_off[i] + j) * esz;
-        char *dx = r->dx + (r->dx_off[i] + j) * esz;
-        NBWD__VF vxm = NBWD__VSET1(r->xm[i]), vxs = NBWD__VSET1(r->xs[i]), vmg = NBWD__VSET1(mg[i]);
-        NBWD__VF vmgx = NBWD__VSET1(mgx[i]), vscale = NBWD__VSET1(r->rstd[i]);
+        const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
+        float *dx = (float *)r->dx + r->dx_off[i] + j;
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
         int nt = stream && (uintptr_t)dx % 64 == 0;
         NBWD__EACH_VEC(v, {
-            int pv = part && v == nv - 1;
-            NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
-            NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm), vxs);
-            NBWD__VF g = gamma ? NBWD__VMUL(vdy, gam[v]) : vdy;
-            NBWD__VF out = NBWD__VMUL(NBWD__VSUB(g, NBWD__VFMA(xh, vmgx, vmg)), vscale);
-            if (pv) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
-            else if (nt) NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
-            else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
-            if (col_dg) cdg[v] = NBWD__VFMA(vdy, xh, cdg[v]);
-            if (col_db) cdb[v] = NBWD__VADD(vdy, cdb[v]);
+            NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
+            NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
+            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
+            cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
+            cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
         });
     }
     NBWD__EACH_VEC(v, {
-        int pv = part && v == nv - 1;
-        if (col_dg) NBWD__STF(col_dg + j + v * NBWD__VW, pv, m, cdg[v]);
-        if (col_db) NBWD__STF(col_db + j + v * NBWD__VW, pv, m, cdb[v]);
+        NBWD__K(nbwd__store)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
+        NBWD__K(nbwd__store)(cols.db + j + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
     });
+#undef NBWD__LANES
 }
-NBWD__KFN void NBWD__KN(nbwd__ln_sweep)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                        float *col_db) {
-    int64_t n = r->n, esz = (int64_t)nbwd__esize(dt), i, j, r0, r1, subs;
-    int64_t sub = NBWD__SWEEP_BYTES / (2 * n * esz), chunk = NBWD__SWEEP_VECS * NBWD__VW;
+NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, nbwd__cols cols) {
+    int64_t n = r->n, i, j, r0, r1, subs;
+    int64_t sub = NBWD__SWEEP_BYTES / (2 * n * 4), chunk = NBWD__SWEEP_VECS * NBWD__VW;
     float mg[NBWD__ROW_BATCH], mgx[NBWD__ROW_BATCH], sums[2], inv_n = 1.0f / (float)n;
-    NBWD__VMASK none = NBWD__VMASK_FIRST(1);
+    const nbwd__cols gamma_only = {cols.gamma, NULL, NULL};
     /* whole chunks stream when they are whole lines (rows aligned to 64) */
-    int stream = r->stream && NBWD__KSTREAM && (chunk * esz) % 64 == 0;
+    int stream = r->stream && NBWD__LAYER_HAS_STREAM && (chunk * 4) % 64 == 0;
     if (sub < 1) sub = 1;
     subs = (r->count + sub - 1) / sub; /* sub-blocks of equal size */
     sub = (r->count + subs - 1) / subs;
     for (r0 = 0; r0 < r->count; r0 = r1) {
         r1 = r0 + sub < r->count ? r0 + sub : r->count;
         for (i = r0; i < r1; ++i) {
-            NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, NULL, NULL, sums, NULL, 1);
+            NBWD__K(nbwd__reduce_row)((const float *)r->x + r->x_off[i], (const float *)r->dy + r->dy_off[i],
+                                      NBWD_F32, n, r->xm[i], r->xs[i], gamma_only, 1, sums, NULL, 1);
             mg[i] = sums[0] * inv_n;
             mgx[i] = sums[1] * inv_n;
         }
         for (j = 0; j + chunk <= n; j += chunk)
-            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, NBWD__SWEEP_VECS, 0,
-                                       none, stream);
+            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, NBWD__SWEEP_VECS, NBWD__VW, stream);
         for (; j + NBWD__VW <= n; j += NBWD__VW)
-            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, 1, 0, none, 0);
-        if (j < n)
-            NBWD__KN(nbwd__sweep_cols)(r, r0, r1, j, dt, gamma, col_dg, col_db, mg, mgx, 1, 1,
-                                       NBWD__VMASK_FIRST(n - j), 0);
+            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, NBWD__VW, 0);
+        if (j < n) NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, (int)(n - j), 0);
     }
-    if (stream) NBWD__VSFENCE();
+    if (stream) NBWD__V_FENCE();
+}
+#endif
+/* The sweep where it applies (1), else 0: out of cache, f32, every output. */
+NBWD__KFN int NBWD__K(nbwd__ln_try_sweep)(const nbwd__rows *r, int dt, nbwd__cols cols) {
+#if NBWD__VW >= 16
+    if (dt == NBWD_F32 && r->stream && r->dx && cols.dg) {
+        NBWD__K(nbwd__ln_sweep)(r, cols);
+        return 1;
+    }
+#endif
+    (void)r; (void)dt; (void)cols;
+    return 0;
 }
 
-/* Rows with dx, software-pipelined: row i's sums are reduced in the same
-   loop that writes row i-1's dx. keep: see fused_rows. */
-NBWD__KFN void NBWD__KN(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                          float *col_db, float *keep) {
-    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    float inv_n = 1.0f / (float)n, sums[2];
-    NBWD__KN(nbwd__vset) s;
-    NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0],
-                               gamma, col_dg, col_db, sums, keep, 0);
-    for (i = 1; i < r->count; ++i) {
-        s = NBWD__KN(nbwd__vset_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
-        NBWD__KN(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                   r->dx + r->dx_off[i - 1] * esz, &s, r->x + r->x_off[i] * esz,
-                                   r->dy + r->dy_off[i] * esz, r->xm[i], r->xs[i], sums, dt, n, gamma, col_dg,
-                                   col_db, keep, r->stream);
-    }
-    i = r->count - 1;
-    s = NBWD__KN(nbwd__vset_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
-    NBWD__KN(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz,
-                              keep, dt, n, &s, gamma, r->stream);
-    if (r->stream) NBWD__VSFENCE(); /* order the streamed stores before the caller reads dx */
+/* A batch of LayerNorm rows without dx: the column partials alone. */
+NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__cols cols) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    float sums[2];
+    for (i = 0; i < r->count; ++i)
+        NBWD__K(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, r->n, r->xm[i], r->xs[i],
+                                  cols, 1, sums, NULL, 0);
 }
 
-/* A batch of LayerNorm rows. */
-NBWD__KFN void NBWD__KN(nbwd__ln_rows_body)(const nbwd__rows *r, int dt, const float *gamma, float *col_dg,
-                                            float *col_db, int may_keep) {
-    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];
-    if (n <= NBWD__NARROW_VECS * NBWD__VW) {
-        NBWD__KN(nbwd__ln_narrow)(r, dt, gamma, col_dg, col_db);
-        return;
-    }
-    /* where measured faster: f32 on 16-lane vectors, tensors out of cache */
-    if (NBWD__VW >= 16 && dt == NBWD_F32 && r->stream && r->dx && (col_dg || col_db)) {
-        NBWD__KN(nbwd__ln_sweep)(r, dt, gamma, col_dg, col_db);
-        return;
-    }
-    if (!r->dx) {
-        for (i = 0; i < r->count; ++i)
-            NBWD__KN(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, n, r->xm[i],
-                                       r->xs[i], gamma, col_dg, col_db, NULL, NULL, 0);
-        return;
-    }
-    /* see NBWD__KEEP_COLS; a runtime choice for 16-bit rows (two copies of
-       the loop made the header 38 % slower to compile) */
-    NBWD__KN(nbwd__ln_rows_dx)(r, dt, gamma, col_dg, col_db,
-                               may_keep && dt != NBWD_F32 && n <= NBWD__KEEP_COLS ? keep : NULL);
+/* BatchNorm NXC: one vector of a row of all channels, each channel with its
+   own coefficients. */
+NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, int dt, int64_t j,
+                                            int lanes) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
+    NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes)),
+                             NBWD__K(nbwd__load)(ch.xs + j, lanes));
+    NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
+    NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
 }
-
-/* A batch of BatchNorm NXC rows (every channel in each row). */
-NBWD__KFN void NBWD__KN(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
-    int64_t i, j, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    NBWD__VMASK none = NBWD__VMASK_FIRST(1), m = NBWD__VMASK_FIRST(n % NBWD__VW ? n % NBWD__VW : 1);
-    int64_t full = n - n % NBWD__VW;
+NBWD__KFN void NBWD__K(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
+                                           int lanes, int stream) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
+    NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes)),
+                             NBWD__K(nbwd__load)(ch.xs + j, lanes));
+    NBWD__V t = NBWD__V_FMA(xh, NBWD__K(nbwd__load)(ch.mgx + j, lanes), NBWD__K(nbwd__load)(ch.mg + j, lanes));
+    NBWD__K(nbwd__store_data)(dx, j, lanes, dt,
+                              NBWD__V_MUL(NBWD__V_SUB(vdy, t), NBWD__K(nbwd__load)(ch.scale + j, lanes)), stream);
+}
+NBWD__KFN nbwd__chans NBWD__K(nbwd__chans_of)(const nbwd__rows *r) {
+    nbwd__chans ch;
+    ch.xm = r->cxm; ch.xs = r->cxs; ch.mg = r->cmg; ch.mgx = r->cmgx; ch.scale = r->cscale;
+    ch.dg = r->col_dg; ch.db = r->col_db;
+    return ch;
+}
+/* A batch of BatchNorm NXC rows (every channel in each row): the column
+   sums (pass 1), or dx (pass 2: r->dx set). */
+NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
+    int64_t i, j, n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
+    const nbwd__chans ch = NBWD__K(nbwd__chans_of)(r);
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_end = NBWD__KN(nbwd__nt_lead)(dx, dt, n, r->stream);
+            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__LAYER_HAS_STREAM);
             for (j = 0; j < full; j += NBWD__VW)
-                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, j, dt, 0, none, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale,
-                                             j + NBWD__VW <= nt_end);
-            if (full < n)
-                NBWD__KN(nbwd__col_apply_at)(x, dy, dx, full, dt, 1, m, r->cxm, r->cxs, r->cmg, r->cmgx, r->cscale,
-                                             0);
+                NBWD__K(nbwd__col_apply_at)(ch, x, dy, dx, dt, j, NBWD__VW, j + NBWD__VW <= nt_end);
+            if (full < n) NBWD__K(nbwd__col_apply_at)(ch, x, dy, dx, dt, full, (int)(n - full), 0);
         } else {
-            for (j = 0; j < full; j += NBWD__VW)
-                NBWD__KN(nbwd__col_reduce_at)(x, dy, j, dt, 0, none, r->cxm, r->cxs, r->col_dg, r->col_db);
-            if (full < n)
-                NBWD__KN(nbwd__col_reduce_at)(x, dy, full, dt, 1, m, r->cxm, r->cxs, r->col_dg, r->col_db);
+            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, j, NBWD__VW);
+            if (full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, full, (int)(n - full));
         }
     }
-    if (r->dx && r->stream) NBWD__VSFENCE();
+    if (r->dx && r->stream) NBWD__V_FENCE();
 }
-/* Rows of at most NBWD__NARROW_VECS vectors (nv a constant after inlining):
-   the per-channel coefficients and the column partials stay in registers for
-   the batch (through memory, each row's update of a partial waits for the
-   previous row's store of it). The same operations in the same order as
-   bn_rows_body, so the same bits. */
-NBWD__KFN void NBWD__KN(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
+/* Rows of at most NBWD__NARROW_VECS vectors (nv a constant): the per-channel
+   coefficients and the column partials stay in registers for the batch.
+   The operations of bn_rows_body in its order, so the same bits. */
+NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW); /* the last vector is partial */
-    NBWD__VMASK m = NBWD__VMASK_FIRST(tail ? tail : 1);
-    NBWD__VF vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
-    NBWD__VF acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS]; /* pass 1: the partials */
-    NBWD__VF vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
+    const int tail = (int)(n % NBWD__VW);
+    NBWD__V vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
+    NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
+    NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
+#define NBWD__LANES(v) (tail && (v) == nv - 1 ? tail : NBWD__VW)
     NBWD__EACH_VEC(v, {
-        int pv = tail && v == nv - 1;
-        vxm[v] = NBWD__LDF(r->cxm + v * NBWD__VW, pv, m);
-        vxs[v] = NBWD__LDF(r->cxs + v * NBWD__VW, pv, m);
+        vxm[v] = NBWD__K(nbwd__load)(r->cxm + v * NBWD__VW, NBWD__LANES(v));
+        vxs[v] = NBWD__K(nbwd__load)(r->cxs + v * NBWD__VW, NBWD__LANES(v));
         if (r->dx) {
-            vmg[v] = NBWD__LDF(r->cmg + v * NBWD__VW, pv, m);
-            vmgx[v] = NBWD__LDF(r->cmgx + v * NBWD__VW, pv, m);
-            vscale[v] = NBWD__LDF(r->cscale + v * NBWD__VW, pv, m);
-            acc_dg[v] = acc_db[v] = NBWD__VZERO();
+            vmg[v] = NBWD__K(nbwd__load)(r->cmg + v * NBWD__VW, NBWD__LANES(v));
+            vmgx[v] = NBWD__K(nbwd__load)(r->cmgx + v * NBWD__VW, NBWD__LANES(v));
+            vscale[v] = NBWD__K(nbwd__load)(r->cscale + v * NBWD__VW, NBWD__LANES(v));
+            acc_dg[v] = acc_db[v] = NBWD__V_ZERO();
         } else {
-            acc_dg[v] = NBWD__LDF(r->col_dg + v * NBWD__VW, pv, m);
-            acc_db[v] = NBWD__LDF(r->col_db + v * NBWD__VW, pv, m);
-            vmg[v] = vmgx[v] = vscale[v] = NBWD__VZERO();
+            acc_dg[v] = NBWD__K(nbwd__load)(r->col_dg + v * NBWD__VW, NBWD__LANES(v));
+            acc_db[v] = NBWD__K(nbwd__load)(r->col_db + v * NBWD__VW, NBWD__LANES(v));
+            vmg[v] = vmgx[v] = vscale[v] = NBWD__V_ZERO();
         }
     });
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_end = NBWD__KN(nbwd__nt_lead)(dx, dt, n, r->stream);
+            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__LAYER_HAS_STREAM);
             NBWD__EACH_VEC(v, {
-                int pv = tail && v == nv - 1;
-                NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
-                NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm[v]), vxs[v]);
-                NBWD__VF out = NBWD__VMUL(NBWD__VSUB(vdy, NBWD__VFMA(xh, vmgx[v], vmg[v])), vscale[v]);
-                if (pv) NBWD__KN(nbwd__stm)(dx, v * NBWD__VW, dt, m, out);
-                else if ((v + 1) * NBWD__VW <= nt_end)
-                    NBWD__KN(nbwd__stream)(dx, v * NBWD__VW, dt, out);
-                else NBWD__KN(nbwd__st)(dx, v * NBWD__VW, dt, out);
+                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+                NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v]),
+                                         vxs[v]);
+                NBWD__V out = NBWD__V_MUL(NBWD__V_SUB(vdy, NBWD__V_FMA(xh, vmgx[v], vmg[v])), vscale[v]);
+                NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out, (v + 1) * NBWD__VW <= nt_end);
             });
         } else {
             NBWD__EACH_VEC(v, {
-                int pv = tail && v == nv - 1;
-                NBWD__VF vdy = NBWD__LD(dy, v * NBWD__VW, dt, pv, m);
-                NBWD__VF xh = NBWD__VMUL(NBWD__VSUB(NBWD__LD(x, v * NBWD__VW, dt, pv, m), vxm[v]), vxs[v]);
-                acc_dg[v] = NBWD__VFMA(vdy, xh, acc_dg[v]);
-                acc_db[v] = NBWD__VADD(vdy, acc_db[v]);
+                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+                NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v]),
+                                         vxs[v]);
+                acc_dg[v] = NBWD__V_FMA(vdy, xh, acc_dg[v]);
+                acc_db[v] = NBWD__V_ADD(vdy, acc_db[v]);
             });
         }
     }
     if (r->dx) {
-        if (r->stream) NBWD__VSFENCE();
+        if (r->stream) NBWD__V_FENCE();
     } else {
         NBWD__EACH_VEC(v, {
-            int pv = tail && v == nv - 1;
-            NBWD__STF(r->col_dg + v * NBWD__VW, pv, m, acc_dg[v]);
-            NBWD__STF(r->col_db + v * NBWD__VW, pv, m, acc_db[v]);
+            NBWD__K(nbwd__store)(r->col_dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
+            NBWD__K(nbwd__store)(r->col_db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
         });
     }
-}
-/* each dtype in a function of its own (see ln_rows) */
-#define NBWD__BN_ROWS_DT(DT, NAME)                                                                             \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(NAME)(const nbwd__rows *r) {                                    \
-        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                            \
-        case 1: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 1); break;                                               \
-        case 2: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 2); break;                                               \
-        case 3: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 3); break;                                               \
-        case 4: NBWD__KN(nbwd__bn_narrow_body)(r, DT, 4); break;                                               \
-        default: NBWD__KN(nbwd__bn_rows_body)(r, DT); break;                                                   \
-        }                                                                                                      \
-    }
-NBWD__BN_ROWS_DT(NBWD_F32, nbwd__bn_rows_f32)
-NBWD__BN_ROWS_DT(NBWD_F16, nbwd__bn_rows_f16)
-NBWD__BN_ROWS_DT(NBWD_BF16, nbwd__bn_rows_bf16)
-#undef NBWD__BN_ROWS_DT
-static NBWD__KTARGET void NBWD__KN(nbwd__bn_rows)(const nbwd__rows *r) {
-    int dt = r->dt;
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__bn_rows_f32)(r), NBWD__KN(nbwd__bn_rows_f16)(r), NBWD__KN(nbwd__bn_rows_bf16)(r));
+#undef NBWD__LANES
 }
 
-static NBWD__KTARGET void NBWD__KN(nbwd__add)(float *dst, const float *src, int64_t n) {
-    int64_t i = 0;
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__VSTORE_F32(dst + i, NBWD__VADD(NBWD__VLOAD_F32(dst + i), NBWD__VLOAD_F32(src + i)));
-    for (; i < n; ++i) dst[i] += src[i];
-}
-
-/* The bulk conversion helpers (dt: NBWD_F16 or NBWD_BF16). */
-static NBWD__KTARGET void NBWD__KN(nbwd__narrow)(const float *src, uint16_t *dst, int dt, int64_t n) {
-    int64_t i = 0;
-    if (dt == NBWD_F16) {
-        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F16(dst + i, NBWD__VLOAD_F32(src + i));
-    } else {
-        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_BF16(dst + i, NBWD__VLOAD_F32(src + i));
-    }
-    if (i < n) {
-        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
-        NBWD__KN(nbwd__stm)(dst, i, dt, m, NBWD__KN(nbwd__ldm_f32)(src + i, m));
-    }
-}
-static NBWD__KTARGET void NBWD__KN(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
-    int64_t i = 0;
-    if (dt == NBWD_F16) {
-        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F32(dst + i, NBWD__VLOAD_F16(src + i));
-    } else {
-        for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__VSTORE_F32(dst + i, NBWD__VLOAD_BF16(src + i));
-    }
-    if (i < n) {
-        NBWD__VMASK m = NBWD__VMASK_FIRST(n - i);
-        NBWD__KN(nbwd__stm_f32)(dst + i, m, NBWD__KN(nbwd__ldm)(src, i, dt, m));
-    }
-}
-
-/* The entry points: one switch on the data type, so each body is compiled
-   with a constant dt (three specialized loops per kernel). */
-
-/* A run of rows (BatchNorm NCX planes) of n elements: row i at x + i *
-   step[0] elements (dy: step[1], dx: step[2]), with its own statistics. */
-NBWD__KFN void NBWD__KN(nbwd__reduce_rows)(const void *x, const void *dy, const int dt, int64_t n, int64_t count,
-                                           const int64_t *step, const float *xm, const float *xs, float *sums,
-                                           int64_t sums_step) {
+/* BatchNorm NCX: a run of planes (see nbwd__planes), their sums added to
+   p->sums (sum dy, then sum dy * xhat), or their dx. The 16-lane paths
+   prefetch the planes, as the LayerNorm sweep does. */
+NBWD__KFN void NBWD__K(nbwd__planes_reduce_body)(const nbwd__planes *p, int dt) {
+    const nbwd__cols none = {NULL, NULL, NULL};
     int64_t i, esz = (int64_t)nbwd__esize(dt);
-    float s[2];
-    for (i = 0; i < count; ++i, sums += sums_step) {
-        NBWD__KN(nbwd__reduce_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz, dt, n,
-                                   xm[i], xs[i], NULL, NULL, NULL, s, NULL, NBWD__VW >= 16);
+    float s[2], *sums = p->sums;
+    for (i = 0; i < p->count; ++i, sums += p->sums_step) {
+        NBWD__K(nbwd__reduce_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz, dt, p->n, p->xm[i],
+                                  p->xs[i], none, 0, s, NULL, NBWD__VW >= 16);
         sums[0] += s[0];
         sums[1] += s[1];
     }
 }
-static NBWD__KTARGET void NBWD__KN(nbwd__row_reduce)(const void *x, const void *dy, int dt, int64_t n, int64_t count,
-                                                     const int64_t *step, const float *xm, const float *xs,
-                                                     float *sums, int64_t sums_step) {
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_F32, n, count, step, xm, xs, sums, sums_step),
-                    NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_F16, n, count, step, xm, xs, sums, sums_step),
-                    NBWD__KN(nbwd__reduce_rows)(x, dy, NBWD_BF16, n, count, step, xm, xs, sums, sums_step));
-}
-NBWD__KFN void NBWD__KN(nbwd__apply_rows)(const void *x, const void *dy, void *dx, const int dt, int64_t n,
-                                          int64_t count, const int64_t *step, const float *xm, const float *xs,
-                                          const float *mean_g, const float *mean_gx, const float *scale,
-                                          int stream) {
+NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
+    const nbwd__cols none = {NULL, NULL, NULL};
     int64_t i, esz = (int64_t)nbwd__esize(dt);
-    for (i = 0; i < count; ++i) {
-        NBWD__KN(nbwd__vset) s = NBWD__KN(nbwd__vset_of)(xm[i], xs[i], mean_g[i], mean_gx[i], scale[i]);
-        NBWD__KN(nbwd__apply_row)((const char *)x + i * step[0] * esz, (const char *)dy + i * step[1] * esz,
-                                  (char *)dx + i * step[2] * esz, NULL, dt, n, &s, NULL, stream);
+    for (i = 0; i < p->count; ++i) {
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
+        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
+                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
     }
 }
-static NBWD__KTARGET void NBWD__KN(nbwd__row_apply)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                                    int64_t count, const int64_t *step, const float *xm,
-                                                    const float *xs, const float *mean_g, const float *mean_gx,
-                                                    const float *scale, int stream) {
-    NBWD__DT_SWITCH(
-        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_F32, n, count, step, xm, xs, mean_g, mean_gx, scale, stream),
-        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_F16, n, count, step, xm, xs, mean_g, mean_gx, scale, stream),
-        NBWD__KN(nbwd__apply_rows)(x, dy, dx, NBWD_BF16, n, count, step, xm, xs, mean_g, mean_gx, scale, stream));
-}
-static NBWD__KTARGET void NBWD__KN(nbwd__store_fence)(void) { NBWD__VSFENCE(); }
 
-/* The common cases get loops without per-vector tests: all outputs with
-   gamma, and no column sums (dx only) with or without gamma. Each (dtype,
-   case) is a function of its own: inlined into one, they made a function
-   that compilers take minutes over (clang with sanitizers: a quarter hour). */
-#define NBWD__LN_ROWS_FN(DT, SUF)                                                                           \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_full_##SUF)(const nbwd__rows *r) {             \
-        const float *gamma = r->gamma; /* tested here, so known non-NULL in the body */                     \
-        float *dg = r->col_dg, *db = r->col_db;                                                             \
-        if (gamma && dg && db) NBWD__KN(nbwd__ln_rows_body)(r, DT, gamma, dg, db, 1);                       \
-    }                                                                                                       \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_any_##SUF)(const nbwd__rows *r) {              \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, r->col_dg, r->col_db, 0);                             \
-    }                                                                                                       \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_gamma_##SUF)(const nbwd__rows *r) {         \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, r->gamma, NULL, NULL, 1);                                       \
-    }                                                                                                       \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_dx_##SUF)(const nbwd__rows *r) {               \
-        NBWD__KN(nbwd__ln_rows_body)(r, DT, NULL, NULL, NULL, 0);                                           \
-    }                                                                                                       \
-    static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
-        if (r->gamma && r->col_dg && r->col_db) NBWD__KN(nbwd__ln_rows_full_##SUF)(r);                      \
-        else if (!r->col_dg && !r->col_db && r->gamma) NBWD__KN(nbwd__ln_rows_dx_gamma_##SUF)(r);           \
-        else if (!r->col_dg && !r->col_db) NBWD__KN(nbwd__ln_rows_dx_##SUF)(r);                             \
-        else NBWD__KN(nbwd__ln_rows_any_##SUF)(r); /* the rest: pointers tested per vector */               \
+/* A narrow-row kernel for nv vectors, a function of its own (a constant nv
+   keeps the row and the column partials in registers) */
+#define NBWD__NARROW_COPY(SUF, DT, NV)                                                                      \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF##_##NV)(const nbwd__rows *r) {         \
+        const nbwd__cols cols = {r->gamma, r->col_dg, r->col_db};                                           \
+        int dt = r->dt;                                                                                     \
+        (void)dt;                                                                                           \
+        NBWD__K(nbwd__ln_narrow_body)(r, DT, cols, NV);                                                    \
     }
-NBWD__LN_ROWS_FN(NBWD_F32, f32)
-NBWD__LN_ROWS_FN(NBWD_F16, f16)
-NBWD__LN_ROWS_FN(NBWD_BF16, bf16)
-static NBWD__KTARGET void NBWD__KN(nbwd__ln_rows)(const nbwd__rows *r) {
-    int dt = r->dt;
-    NBWD__DT_SWITCH(NBWD__KN(nbwd__ln_rows_f32)(r), NBWD__KN(nbwd__ln_rows_f16)(r), NBWD__KN(nbwd__ln_rows_bf16)(r));
-}
-#undef NBWD__LN_ROWS_FN
-#undef NBWD__LD
-#undef NBWD__LDF
-#undef NBWD__LDG
-#undef NBWD__STF
-#undef NBWD__KEEP_COLS
-#undef NBWD__KEEP_XH
-#undef NBWD__KEPT
-#undef NBWD__KPF
-#undef NBWD__KPF_BYTES
+/* The entry points, twice: for f32 data (dt a constant), and for 16-bit
+   data (dt bf16 or f16, known not to be f32: the f32-only branches drop
+   out). A layer that differs from its base only in the bf16 narrowing
+   compiles the bf16 kernels alone and hands f16 to the base's (SHARE). A
+   narrow row's width in vectors picks a copy with that many in registers;
+   16-bit BatchNorm rows are not worth the copies (NARROW_BN). */
+#define NBWD__ENTRIES(SUF, DT, NARROW_LN, NARROW_BN, SHARE)                                                  \
+    NBWD__NARROW_COPY(SUF, DT, 1)                                                                           \
+    NBWD__NARROW_COPY(SUF, DT, 2)                                                                           \
+    NBWD__NARROW_COPY(SUF, DT, 3)                                                                           \
+    NBWD__NARROW_COPY(SUF, DT, 4)                                                                           \
+    static NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF)(const nbwd__rows *r) {                        \
+        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                         \
+        case 1: NBWD__K(nbwd__ln_narrow_##SUF##_1)(r); break;                                               \
+        case 2: NBWD__K(nbwd__ln_narrow_##SUF##_2)(r); break;                                               \
+        case 3: NBWD__K(nbwd__ln_narrow_##SUF##_3)(r); break;                                               \
+        default: NBWD__K(nbwd__ln_narrow_##SUF##_4)(r); break;                                              \
+        }                                                                                                   \
+    }                                                                                                       \
+    /* rows with dx: 16-bit rows of up to NBWD__KEEP_COLS keep g and xhat */                             \
+    NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_rows_dx_##SUF)(const nbwd__rows *r,                  \
+                                                                      nbwd__cols cols) {            \
+        float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];                                                       \
+        int dt = r->dt;                                                                                     \
+        (void)dt;                                                                                           \
+        NBWD__K(nbwd__ln_rows_dx)(r, DT, cols, DT != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL);   \
+    }                                                                                                       \
+    /* A batch of LayerNorm rows (gamma never NULL: ones without affine) */                                \
+    static NBWD__KTARGET void NBWD__K(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
+        const nbwd__cols cols = {r->gamma, r->col_dg, r->col_db};                                           \
+        int dt = r->dt;                                                                                     \
+        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__ln_rows_##SUF, NBWD__KBASE)(r);                       \
+        else if (NARROW_LN && r->n <= NBWD__NARROW_VECS * NBWD__VW) NBWD__K(nbwd__ln_narrow_##SUF)(r);      \
+        else if (NBWD__K(nbwd__ln_try_sweep)(r, DT, cols)) {}                                              \
+        else if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, DT, cols);                                         \
+        else NBWD__K(nbwd__ln_rows_dx_##SUF)(r, cols);                                                     \
+    }                                                                                                       \
+    static NBWD__KTARGET void NBWD__K(nbwd__bn_rows_##SUF)(const nbwd__rows *r) {                          \
+        int dt = r->dt;                                                                                     \
+        if (SHARE && dt == NBWD_F16) {                                                                      \
+            NBWD__CAT(nbwd__bn_rows_##SUF, NBWD__KBASE)(r);                                                 \
+            return;                                                                                         \
+        }                                                                                                   \
+        switch (NARROW_BN ? (r->n + NBWD__VW - 1) / NBWD__VW : 0) {                                         \
+        case 1: NBWD__K(nbwd__bn_narrow_body)(r, DT, 1); break;                                             \
+        case 2: NBWD__K(nbwd__bn_narrow_body)(r, DT, 2); break;                                             \
+        case 3: NBWD__K(nbwd__bn_narrow_body)(r, DT, 3); break;                                             \
+        case 4: NBWD__K(nbwd__bn_narrow_body)(r, DT, 4); break;                                             \
+        default: NBWD__K(nbwd__bn_rows_body)(r, DT); break;                                                 \
+        }                                                                                                   \
+    }                                                                                                       \
+    static NBWD__KTARGET void NBWD__K(nbwd__planes_reduce_##SUF)(const nbwd__planes *p) {                  \
+        int dt = p->dt;                                                                                     \
+        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_reduce_##SUF, NBWD__KBASE)(p);                 \
+        else NBWD__K(nbwd__planes_reduce_body)(p, DT);                                                      \
+    }                                                                                                       \
+    static NBWD__KTARGET void NBWD__K(nbwd__planes_apply_##SUF)(const nbwd__planes *p) {                   \
+        int dt = p->dt;                                                                                     \
+        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_apply_##SUF, NBWD__KBASE)(p);                  \
+        else NBWD__K(nbwd__planes_apply_body)(p, DT);                                                       \
+    }
+#if NBWD__LAYER_F32
+NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
+#endif
+#if NBWD__LAYER_16BIT == 2
+NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD_F16), NBWD__LAYER_NARROW_ROWS, 0, 0)
+#elif NBWD__LAYER_16BIT == 1
+NBWD__ENTRIES(16, NBWD_BF16, NBWD__LAYER_NARROW_ROWS, 0, 1)
+#endif
+#undef NBWD__ENTRIES
+#undef NBWD__NARROW_COPY
 
-/* A batch of rows' rstd: the scalar code's double-precision operations on
-   vectors of doubles where the layer has them (NBWD__RSTD_VEC: IEEE add,
-   sqrt and divide, so the bits are the same). One row at a time, the divide
-   and square root unit was a fifth of the time of rows of a few dozen
-   elements. */
-static NBWD__KTARGET void NBWD__KN(nbwd__rstd)(const float *variance, float *rstd, int64_t count, double eps) {
+#if NBWD__LAYER_F32
+/* dst += src (the pairwise combination of block partials) */
+static NBWD__KTARGET void NBWD__K(nbwd__add)(float *dst, const float *src, int64_t n) {
     int64_t i = 0;
-#if defined(NBWD__RSTD_VEC)
-    for (; i + NBWD__RSTD_LANES <= count; i += NBWD__RSTD_LANES) NBWD__RSTD_VEC(variance + i, rstd + i, eps);
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__V_STORE(dst + i, NBWD__V_ADD(NBWD__V_LOAD(dst + i), NBWD__V_LOAD(src + i)));
+    for (; i < n; ++i) dst[i] += src[i];
+}
+/* A batch of rows' rstd: the scalar code's double-precision operations on
+   vectors of doubles where the layer has them (IEEE add, square root and
+   divide: the same bits); one row at a time, the divide and square root
+   were a fifth of the time of rows of a few dozen elements. */
+static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd, int64_t count, double eps) {
+    int64_t i = 0;
+#if NBWD__LAYER_RSTD_LANES > 0
+    for (; i + NBWD__LAYER_RSTD_LANES <= count; i += NBWD__LAYER_RSTD_LANES) NBWD__V_RSTD(variance + i, rstd + i, eps);
 #endif
     for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
 }
-static const nbwd__kernels NBWD__KN(nbwd__kernels) = {
-    NBWD__KISA, NBWD__KN(nbwd__row_reduce), NBWD__KN(nbwd__row_apply), NBWD__KN(nbwd__ln_rows),
-    NBWD__KN(nbwd__bn_rows), NBWD__KN(nbwd__add), NBWD__KN(nbwd__narrow), NBWD__KN(nbwd__widen),
-    NBWD__KN(nbwd__rstd), NBWD__KN(nbwd__store_fence)};
+static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
+#endif
 
-#undef NBWD__EACH_VEC
-#undef NBWD__DT_SWITCH
-#undef NBWD__KN
+/* The kernel table: the 16-bit kernels and the narrowing of this path, the
+   rest from NBWD__KBASE (this path itself, or the one it extends). */
+#if NBWD__LAYER_F32
+#define NBWD__KF32(name) NBWD__K(name)
+#else
+#define NBWD__KF32(name) NBWD__CAT(name, NBWD__KBASE)
+#endif
+#if NBWD__LAYER_16BIT
+#define NBWD__K16(name) NBWD__K(name)
+#else
+#define NBWD__K16(name) NBWD__CAT(name, NBWD__KBASE)
+#endif
+static const nbwd__kernels NBWD__K(nbwd__kernels) = {
+    NBWD__KISA,
+    {NBWD__KF32(nbwd__ln_rows_f32), NBWD__K16(nbwd__ln_rows_16)},
+    {NBWD__KF32(nbwd__bn_rows_f32), NBWD__K16(nbwd__bn_rows_16)},
+    {NBWD__KF32(nbwd__planes_reduce_f32), NBWD__K16(nbwd__planes_reduce_16)},
+    {NBWD__KF32(nbwd__planes_apply_f32), NBWD__K16(nbwd__planes_apply_16)},
+    NBWD__KF32(nbwd__add),
+    NBWD__KF32(nbwd__rstd),
+    NBWD__KF32(nbwd__widen),
+    NBWD__K(nbwd__narrow),
+    NBWD__KF32(nbwd__fence)};
+#undef NBWD__KF32
+#undef NBWD__K16
+#undef NBWD__K
 #undef NBWD__KFN
+#undef NBWD__XHAT
+#undef NBWD__DX
+#undef NBWD__EACH_VEC
+#undef NBWD__NARROW_VECS
+#undef NBWD__KEEP_COLS
+#undef NBWD__KEEP_XH
+#undef NBWD__KPF
+#undef NBWD__KPF_BYTES
+#undef NBWD__SWEEP_BYTES
+#undef NBWD__SWEEP_VECS
+
+/* The vector layer's names, all of them (the contract above). */
 #undef NBWD__KSUFFIX
 #undef NBWD__KISA
 #undef NBWD__KTARGET
-#undef NBWD__VSTORE_BF16
-#undef NBWD__VSTREAM_BF16
-#undef NBWD__VSTOREM_BF16
-#undef NBWD__VSTORE2_BF16
-#undef NBWD__VSTREAM2_BF16
-#undef NBWD__DX_OF
-#if !NBWD__KSTREAM
-#undef NBWD__VSTREAM_F32 /* the template's own fallbacks */
-#undef NBWD__VSTREAM_F16
-#undef NBWD__VSFENCE
-#endif
-#undef NBWD__KSTREAM
-#if !NBWD__KMASKED
-#undef NBWD__VMASK /* the template's own fallbacks */
-#undef NBWD__VMASK_FIRST
-#endif
-#undef NBWD__KMASKED
-#if !defined(NBWD__KEEP_LAYER) /* else a second pass over the same layer follows */
-#undef NBWD__VSTREAM_F32
-#undef NBWD__VSTREAM_F16
-#undef NBWD__VSFENCE
-#undef NBWD__VMASK
-#undef NBWD__VMASK_FIRST
-#undef NBWD__VLOADM_F32
-#undef NBWD__VLOADM_F16
-#undef NBWD__VLOADM_BF16
-#undef NBWD__VSTOREM_F32
-#undef NBWD__VSTOREM_F16
-#undef NBWD__VLOADN_F32
-#undef NBWD__VLOADN_F16
-#undef NBWD__VLOADN_BF16
-#undef NBWD__VSTOREN_F32
-#undef NBWD__VSTOREN_F16
-#undef NBWD__VSTOREN_BF16
-#undef NBWD__VF
+#undef NBWD__KBASE
+#undef NBWD__LAYER_F32
+#undef NBWD__LAYER_16BIT
+#undef NBWD__LAYER_NARROW_ROWS
+#undef NBWD__V
 #undef NBWD__VW
-#undef NBWD__VZERO
-#undef NBWD__VSET1
-#undef NBWD__VADD
-#undef NBWD__VSUB
-#undef NBWD__VMUL
-#undef NBWD__VFMA
-#undef NBWD__VHSUM
-#undef NBWD__VLOAD_F32
-#undef NBWD__VSTORE_F32
-#undef NBWD__VLOAD_F16
-#undef NBWD__VSTORE_F16
-#undef NBWD__VLOAD_BF16
-#undef NBWD__RSTD_LANES
-#undef NBWD__RSTD_VEC
-#endif
+#undef NBWD__V_ZERO
+#undef NBWD__V_SET1
+#undef NBWD__V_ADD
+#undef NBWD__V_SUB
+#undef NBWD__V_MUL
+#undef NBWD__V_FMA
+#undef NBWD__V_HSUM
+#undef NBWD__V_LOAD
+#undef NBWD__V_STORE
+#undef NBWD__V_LOAD_N
+#undef NBWD__V_STORE_N
+#undef NBWD__V_STREAM
+#undef NBWD__V_FENCE
+#undef NBWD__LAYER_HAS_STREAM
+#undef NBWD__V_WIDEN_F16
+#undef NBWD__V_WIDEN_BF16
+#undef NBWD__V_WIDEN_N_F16
+#undef NBWD__V_WIDEN_N_BF16
+#undef NBWD__V_NARROW_F16
+#undef NBWD__V_NARROW_BF16
+#undef NBWD__V_NARROW_N_F16
+#undef NBWD__V_NARROW_N_BF16
+#undef NBWD__V_STREAM_F16
+#undef NBWD__V_STREAM_BF16
+#undef NBWD__V_NARROW2_BF16
+#undef NBWD__V_STREAM2_BF16
+#undef NBWD__LAYER_RSTD_LANES
+#undef NBWD__V_RSTD
 #endif /* NBWD__KERNEL_PASS */
 
 /*

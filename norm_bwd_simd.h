@@ -27,6 +27,7 @@
    they run (slowly, emulated) on any x86 CPU; the emulated paths can be
    selected explicitly but are never chosen automatically.
 */
+#if !defined(NBWD__SIMD_LAYER) /* (else: a vector layer's names, at the end) */
 #if !defined(NBWD__IMPLEMENTED) || defined(NBWD__SIMD_INCLUDED)
 #error "norm_bwd_simd.h is included by norm_bwd.h under NORM_BWD_IMPLEMENTATION; do not include it directly"
 #endif
@@ -94,6 +95,57 @@
 #pragma GCC diagnostic pop
 #endif
 
+/* Partial vectors without a stack buffer: the first `bytes` (even, below 16)
+   bytes at p piece by piece (8, 4, 2 bytes) through integer registers, as
+   the two 64-bit halves of a vector (the rest zero), and back. (A vector
+   load of a buffer just filled element by element waits until those stores
+   retire: a row with a partial last vector took twice as long as one of
+   whole vectors.) The sse and avx2 layers build their vectors from these. */
+typedef struct nbwd__bytes16 {
+    uint64_t lo, hi;
+} nbwd__bytes16;
+static inline nbwd__bytes16 nbwd__load_first_bytes(const void *p, int bytes) {
+    const char *c = (const char *)p;
+    nbwd__bytes16 b;
+    uint64_t *rest = bytes & 8 ? &b.hi : &b.lo;
+    b.lo = b.hi = 0;
+    if (bytes & 8) {
+        memcpy(&b.lo, c, 8);
+        c += 8;
+    }
+    if (bytes & 4) {
+        uint32_t w;
+        memcpy(&w, c, 4);
+        *rest = w;
+        c += 4;
+    }
+    if (bytes & 2) {
+        uint16_t w;
+        memcpy(&w, c, 2);
+        *rest |= (uint64_t)w << (8 * (bytes & 4));
+    }
+    return b;
+}
+static inline void nbwd__store_first_bytes(void *p, int bytes, nbwd__bytes16 b) {
+    char *c = (char *)p;
+    uint64_t w = b.lo;
+    if (bytes & 8) {
+        memcpy(c, &w, 8);
+        c += 8;
+        w = b.hi;
+    }
+    if (bytes & 4) {
+        uint32_t t = (uint32_t)w;
+        memcpy(c, &t, 4);
+        c += 4;
+        w >>= 32;
+    }
+    if (bytes & 2) {
+        uint16_t t = (uint16_t)w;
+        memcpy(c, &t, 2);
+    }
+}
+
 /* ------------------------------------------------------------------ sse */
 #if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE) && (defined(NBWD__SIMD_X86) || defined(NBWD__SIMD_ARM64))
 #define NBWD__HAVE_SSE 1
@@ -118,8 +170,9 @@ static inline simde__m128i nbwd__sse_round_num_bf16(simde__m128 v) {
     simde__m128i lsb = simde_mm_and_si128(simde_mm_srli_epi32(u, 16), simde_mm_set1_epi32(1));
     return simde_mm_srai_epi32(simde_mm_add_epi32(u, simde_mm_add_epi32(lsb, simde_mm_set1_epi32(0x7fff))), 16);
 }
-/* The same with NaNs quieted (their payload's top bits kept) */
-static inline simde__m128i nbwd__sse_round_bf16(simde__m128 v) {
+/* The same with NaNs quieted (their payload's top bits kept): the rare
+   case, out of line (every kernel's bf16 stores stay short). */
+NBWD__NOINLINE simde__m128i nbwd__sse_round_bf16(simde__m128 v) {
     simde__m128i r = nbwd__sse_round_num_bf16(v);
     simde__m128i q = simde_mm_srai_epi32(simde_mm_or_si128(simde_mm_castps_si128(v), simde_mm_set1_epi32(0x400000)), 16);
     simde__m128i nan = simde_mm_castps_si128(simde_mm_cmpunord_ps(v, v));
@@ -164,8 +217,11 @@ static inline simde__m128i nbwd__sse_narrow_f16(simde__m128 v) {
 static inline simde__m128i nbwd__sse_select(simde__m128i m, simde__m128i a, simde__m128i b) {
     return simde_mm_or_si128(simde_mm_and_si128(m, a), simde_mm_andnot_si128(m, b));
 }
-/* f16 -> f32: the 4 halves in the low 16 bits of each 32-bit lane. */
-static inline simde__m128 nbwd__sse_f16_to_f32(simde__m128i h) {
+/* f16 -> f32: the 4 halves in the low 16 bits of each 32-bit lane. Not
+   inlined (nor its inverse): some 40 instructions at every 16-bit load and
+   store of every kernel made the sse path the slowest to compile, for the
+   rarest of cases (f16 data on a CPU without AVX2). */
+NBWD__NOINLINE simde__m128 nbwd__sse_f16_to_f32(simde__m128i h) {
     simde__m128i em = simde_mm_and_si128(h, simde_mm_set1_epi32(0x7fff));
     simde__m128i e = simde_mm_and_si128(h, simde_mm_set1_epi32(0x7c00));
     simde__m128i sign = simde_mm_slli_epi32(simde_mm_and_si128(h, simde_mm_set1_epi32(0x8000)), 16);
@@ -185,7 +241,7 @@ static inline simde__m128 nbwd__sse_f16_to_f32(simde__m128i h) {
 /* f32 -> f16 (round to nearest even): the 4 results in the low 16 bits of
    each 32-bit lane, the upper 16 bits copies of bit 15 (packs_epi32 keeps
    them exact). */
-static inline simde__m128i nbwd__sse_f32_to_f16(simde__m128 v) {
+NBWD__NOINLINE simde__m128i nbwd__sse_f32_to_f16(simde__m128 v) {
     simde__m128i u = simde_mm_castps_si128(v);
     simde__m128i a = simde_mm_and_si128(u, simde_mm_set1_epi32(0x7fffffff));
     simde__m128i sign = simde_mm_and_si128(simde_mm_srli_epi32(u, 16), simde_mm_set1_epi32(0x8000));
@@ -230,51 +286,15 @@ static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
 static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
     simde_mm_storel_epi64((simde__m128i *)(void *)p, nbwd__sse_narrow_f16(v));
 }
-/* Partial vectors (the first count lanes, 0 < count < VW) without a buffer:
-   the row's bytes piece by piece (8, 4, 2 bytes) to or from a register. A
-   vector load of a buffer just filled element by element waits until those
-   stores retire (store forwarding fails), and a row with a partial tail took
-   twice as long as one of whole vectors (avx2, 500000x20 bf16). bytes: even,
-   below 16; the other bytes of the loaded vector are zero. The avx2 layer
-   uses these too. */
 static inline simde__m128i nbwd__sse_load_first(const void *p, int bytes) {
-    const char *c = (const char *)p;
-    uint64_t low = 0, rest = 0;
-    if (bytes & 8) {
-        memcpy(&low, c, 8);
-        c += 8;
-    }
-    if (bytes & 4) {
-        uint32_t w;
-        memcpy(&w, c, 4);
-        rest = w;
-        c += 4;
-    }
-    if (bytes & 2) {
-        uint16_t w;
-        memcpy(&w, c, 2);
-        rest |= (uint64_t)w << (8 * (bytes & 4));
-    }
-    return bytes & 8 ? simde_mm_set_epi64x((int64_t)rest, (int64_t)low) : simde_mm_cvtsi64_si128((int64_t)rest);
+    nbwd__bytes16 b = nbwd__load_first_bytes(p, bytes);
+    return simde_mm_set_epi64x((int64_t)b.hi, (int64_t)b.lo);
 }
 static inline void nbwd__sse_store_first(void *p, int bytes, simde__m128i h) {
-    char *c = (char *)p;
-    uint64_t w = (uint64_t)simde_mm_cvtsi128_si64(h);
-    if (bytes & 8) {
-        memcpy(c, &w, 8);
-        c += 8;
-        w = (uint64_t)simde_mm_cvtsi128_si64(simde_mm_unpackhi_epi64(h, h));
-    }
-    if (bytes & 4) {
-        uint32_t t = (uint32_t)w;
-        memcpy(c, &t, 4);
-        c += 4;
-        w >>= 32;
-    }
-    if (bytes & 2) {
-        uint16_t t = (uint16_t)w;
-        memcpy(c, &t, 2);
-    }
+    nbwd__bytes16 b;
+    simde_mm_storel_epi64((simde__m128i *)(void *)&b.lo, h);
+    simde_mm_storel_epi64((simde__m128i *)(void *)&b.hi, simde_mm_unpackhi_epi64(h, h));
+    nbwd__store_first_bytes(p, bytes, b);
 }
 
 static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
@@ -287,35 +307,41 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__KSUFFIX _sse
 #define NBWD__KISA NBWD_ISA_SSE
 #define NBWD__KTARGET
-#define NBWD__VF simde__m128
+#define NBWD__KBASE _scalar /* bf16 and f16 data: the scalar kernels */
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 0
+#define NBWD__LAYER_NARROW_ROWS 0 /* (no narrow shape of the benchmark is narrow here) */
+#define NBWD__V simde__m128
 #define NBWD__VW 4
-#define NBWD__VZERO() simde_mm_setzero_ps()
-#define NBWD__VSET1(s) simde_mm_set1_ps(s)
-#define NBWD__VADD(a, b) simde_mm_add_ps(a, b)
-#define NBWD__VSUB(a, b) simde_mm_sub_ps(a, b)
-#define NBWD__VMUL(a, b) simde_mm_mul_ps(a, b)
-#define NBWD__VFMA(a, b, c) simde_mm_add_ps(simde_mm_mul_ps(a, b), c) /* no FMA in the SSE baseline */
-#define NBWD__VHSUM(v) nbwd__sse_hsum(v)
-#define NBWD__RSTD_LANES 2
-#define NBWD__RSTD_VEC(v, out, eps) nbwd__sse_rstd2(v, out, eps)
-#define NBWD__VLOAD_F32(p) simde_mm_loadu_ps(p)
-#define NBWD__VSTORE_F32(p, v) simde_mm_storeu_ps(p, v)
-#define NBWD__VLOAD_F16(p) nbwd__sse_load_f16(p)
-#define NBWD__VSTORE_F16(p, v) nbwd__sse_store_f16(p, v)
-#define NBWD__VLOAD_BF16(p) nbwd__sse_load_bf16(p)
-#define NBWD__VSTORE_BF16(p, v) nbwd__sse_store_bf16(p, v)
-#define NBWD__VLOADN_F32(p, count) simde_mm_castsi128_ps(nbwd__sse_load_first(p, 4 * (count)))
-#define NBWD__VLOADN_F16(p, count) nbwd__sse_widen_f16(nbwd__sse_load_first(p, 2 * (count)))
-#define NBWD__VLOADN_BF16(p, count) nbwd__sse_widen_bf16(nbwd__sse_load_first(p, 2 * (count)))
-#define NBWD__VSTOREN_F32(p, count, v) nbwd__sse_store_first(p, 4 * (count), simde_mm_castps_si128(v))
-#define NBWD__VSTOREN_F16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__sse_narrow_f16(v))
-#define NBWD__VSTOREN_BF16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__sse_narrow_bf16(v))
-#define NBWD__VSTREAM_F32(p, v) simde_mm_stream_ps(p, v)
-#define NBWD__VSTREAM_F16(p, v) NBWD__VSTORE_F16(p, v) /* 8-byte stores: no SSE2 stream */
-#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTORE_BF16(p, v)
-#define NBWD__VSTORE2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
-#define NBWD__VSTREAM2_BF16(p, v0, v1) NBWD__VSTORE2_BF16(p, v0, v1)
-#define NBWD__VSFENCE() simde_mm_sfence()
+#define NBWD__V_ZERO() simde_mm_setzero_ps()
+#define NBWD__V_SET1(s) simde_mm_set1_ps(s)
+#define NBWD__V_ADD(a, b) simde_mm_add_ps(a, b)
+#define NBWD__V_SUB(a, b) simde_mm_sub_ps(a, b)
+#define NBWD__V_MUL(a, b) simde_mm_mul_ps(a, b)
+#define NBWD__V_FMA(a, b, c) simde_mm_add_ps(simde_mm_mul_ps(a, b), c) /* no FMA in the SSE baseline */
+#define NBWD__V_HSUM(v) nbwd__sse_hsum(v)
+#define NBWD__V_LOAD(p) simde_mm_loadu_ps(p)
+#define NBWD__V_STORE(p, v) simde_mm_storeu_ps(p, v)
+#define NBWD__V_LOAD_N(p, n) simde_mm_castsi128_ps(nbwd__sse_load_first(p, 4 * (n)))
+#define NBWD__V_STORE_N(p, n, v) nbwd__sse_store_first(p, 4 * (n), simde_mm_castps_si128(v))
+#define NBWD__V_STREAM(p, v) simde_mm_stream_ps(p, v)
+#define NBWD__V_FENCE() simde_mm_sfence()
+#define NBWD__LAYER_HAS_STREAM 1
+#define NBWD__V_WIDEN_F16(p) nbwd__sse_load_f16(p)
+#define NBWD__V_WIDEN_BF16(p) nbwd__sse_load_bf16(p)
+#define NBWD__V_WIDEN_N_F16(p, n) nbwd__sse_widen_f16(nbwd__sse_load_first(p, 2 * (n)))
+#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__sse_widen_bf16(nbwd__sse_load_first(p, 2 * (n)))
+#define NBWD__V_NARROW_F16(p, v) nbwd__sse_store_f16(p, v)
+#define NBWD__V_NARROW_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__V_NARROW_N_F16(p, n, v) nbwd__sse_store_first(p, 2 * (n), nbwd__sse_narrow_f16(v))
+#define NBWD__V_NARROW_N_BF16(p, n, v) nbwd__sse_store_first(p, 2 * (n), nbwd__sse_narrow_bf16(v))
+/* (8-byte pieces: SSE2 streams none) */
+#define NBWD__V_STREAM_F16(p, v) nbwd__sse_store_f16(p, v)
+#define NBWD__V_STREAM_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
+#define NBWD__V_STREAM2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
+#define NBWD__LAYER_RSTD_LANES 2
+#define NBWD__V_RSTD(v, out, eps) nbwd__sse_rstd2(v, out, eps)
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
@@ -401,8 +427,9 @@ static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_round_num_bf16(NBWD__M256
     NBWD__M256I r = NBWD__MM256(add_epi32)(u, NBWD__MM256(add_epi32)(lsb, NBWD__MM256(set1_epi32)(0x7fff)));
     return NBWD__MM256(srli_epi32)(r, 16);
 }
-/* The same with NaNs quieted (their payload's top bits kept) */
-static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_round_bf16(NBWD__M256 v) {
+/* The same with NaNs quieted (their payload's top bits kept): the rare
+   case, out of line (every kernel's bf16 stores stay short). */
+NBWD__NOINLINE NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_round_bf16(NBWD__M256 v) {
     NBWD__M256I q = NBWD__MM256(srli_epi32)(NBWD__MM256(or_si256)(NBWD__MM256(castps_si256)(v),
                                                                   NBWD__MM256(set1_epi32)(0x400000)), 16);
     NBWD__M256I nan = NBWD__MM256(castps_si256)(NBWD__MM256(cmp_ps)(v, v, NBWD__CMP_UNORD));
@@ -435,70 +462,81 @@ static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_pack2_bf16(NBWD__M256 v0,
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
     NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
 }
-#if defined(NBWD__HAVE_SSE) /* partial vectors: the sse layer's pieces (else the kernel's buffer) */
-static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_loadn_f32(const float *p, int count) {
-    NBWD__M128 low, high;
-    if (count & 4) {
-        low = NBWD__MM(loadu_ps)(p);
-        high = NBWD__MM(castsi128_ps)(nbwd__sse_load_first(p + 4, 4 * (count & 3)));
-    } else {
-        low = NBWD__MM(castsi128_ps)(nbwd__sse_load_first(p, 4 * count));
-        high = NBWD__MM(setzero_ps)();
-    }
-    return NBWD__MM256(set_m128)(high, low);
+/* Partial vectors (the first count values, 0 < count < 8): f32 stores in
+   pieces of 4, 2 and 1 floats, 16-bit data through nbwd__load_first_bytes. */
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first4(float *p, int count, NBWD__M128 v) {
+    if (count & 2) NBWD__MM(store_sd)((double *)(void *)p, NBWD__MM(castps_pd)(v));
+    if (count & 1) NBWD__MM(store_ss)(p + (count & 2), count & 2 ? NBWD__MM(movehl_ps)(v, v) : v);
 }
-static inline NBWD__TARGET_AVX2 void nbwd__avx2_storen_f32(float *p, int count, NBWD__M256 v) {
+static inline NBWD__TARGET_AVX2 NBWD__M128I nbwd__avx2_load_first_bytes(const void *p, int bytes) {
+    nbwd__bytes16 b = nbwd__load_first_bytes(p, bytes);
+    return NBWD__MM(set_epi64x)((long long)b.hi, (long long)b.lo);
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first_bytes(void *p, int bytes, NBWD__M128I h) {
+    nbwd__bytes16 b;
+    NBWD__MM(storel_epi64)((NBWD__M128I *)(void *)&b.lo, h);
+    NBWD__MM(storel_epi64)((NBWD__M128I *)(void *)&b.hi, NBWD__MM(unpackhi_epi64)(h, h));
+    nbwd__store_first_bytes(p, bytes, b);
+}
+/* loads: VMASKMOVPS, one instruction (masked lanes are neither read nor
+   faulted); its stores measured slower than the pieces below */
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_first(const float *p, int count) {
+    NBWD__M256I lanes = NBWD__MM256(setr_epi32)(0, 1, 2, 3, 4, 5, 6, 7);
+    return NBWD__MM256(maskload_ps)(p, NBWD__MM256(cmpgt_epi32)(NBWD__MM256(set1_epi32)(count), lanes));
+}
+static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count, NBWD__M256 v) {
     NBWD__M128 part = NBWD__MM256(castps256_ps128)(v);
     if (count & 4) {
         NBWD__MM(storeu_ps)(p, part);
         part = NBWD__MM256(extractf128_ps)(v, 1);
         p += 4;
     }
-    nbwd__sse_store_first(p, 4 * (count & 3), NBWD__MM(castps_si128)(part));
+    nbwd__avx2_store_first4(p, count & 3, part);
 }
-#endif
 
 #define NBWD__KSUFFIX _avx2
 #define NBWD__KISA NBWD_ISA_AVX2
 #define NBWD__KTARGET NBWD__TARGET_AVX2
-#define NBWD__VF NBWD__M256
+#define NBWD__KBASE _avx2
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 2
+#define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__V NBWD__M256
 #define NBWD__VW 8
-#define NBWD__VZERO() NBWD__MM256(setzero_ps)()
-#define NBWD__VSET1(s) NBWD__MM256(set1_ps)(s)
-#define NBWD__VADD(a, b) NBWD__MM256(add_ps)(a, b)
-#define NBWD__VSUB(a, b) NBWD__MM256(sub_ps)(a, b)
-#define NBWD__VMUL(a, b) NBWD__MM256(mul_ps)(a, b)
-#define NBWD__VFMA(a, b, c) NBWD__MM256(fmadd_ps)(a, b, c)
-#define NBWD__VHSUM(v) nbwd__avx2_hsum(v)
-#define NBWD__RSTD_LANES 4
-#define NBWD__RSTD_VEC(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
-#define NBWD__VLOAD_F32(p) NBWD__MM256(loadu_ps)(p)
-#define NBWD__VSTORE_F32(p, v) NBWD__MM256(storeu_ps)(p, v)
-#define NBWD__VLOAD_F16(p) nbwd__avx2_load_f16(p)
-#define NBWD__VSTORE_F16(p, v) nbwd__avx2_store_f16(p, v)
-#define NBWD__VLOAD_BF16(p) nbwd__avx2_load_bf16(p)
-#define NBWD__VSTORE_BF16(p, v) nbwd__avx2_store_bf16(p, v)
-#if defined(NBWD__HAVE_SSE)
-#define NBWD__VLOADN_F32(p, count) nbwd__avx2_loadn_f32(p, count)
-#define NBWD__VLOADN_F16(p, count) NBWD__MM256(cvtph_ps)(nbwd__sse_load_first(p, 2 * (count)))
-#define NBWD__VLOADN_BF16(p, count) nbwd__avx2_widen_bf16(nbwd__sse_load_first(p, 2 * (count)))
-#define NBWD__VSTOREN_F32(p, count, v) nbwd__avx2_storen_f32(p, count, v)
-#define NBWD__VSTOREN_F16(p, count, v) \
-    nbwd__sse_store_first(p, 2 * (count), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
-#define NBWD__VSTOREN_BF16(p, count, v) nbwd__sse_store_first(p, 2 * (count), nbwd__avx2_pack_bf16(v))
-#endif
-#define NBWD__VSTREAM_F32(p, v) NBWD__MM256(stream_ps)(p, v)
-#define NBWD__VSTREAM_F16(p, v) \
+#define NBWD__V_ZERO() NBWD__MM256(setzero_ps)()
+#define NBWD__V_SET1(s) NBWD__MM256(set1_ps)(s)
+#define NBWD__V_ADD(a, b) NBWD__MM256(add_ps)(a, b)
+#define NBWD__V_SUB(a, b) NBWD__MM256(sub_ps)(a, b)
+#define NBWD__V_MUL(a, b) NBWD__MM256(mul_ps)(a, b)
+#define NBWD__V_FMA(a, b, c) NBWD__MM256(fmadd_ps)(a, b, c)
+#define NBWD__V_HSUM(v) nbwd__avx2_hsum(v)
+#define NBWD__V_LOAD(p) NBWD__MM256(loadu_ps)(p)
+#define NBWD__V_STORE(p, v) NBWD__MM256(storeu_ps)(p, v)
+#define NBWD__V_LOAD_N(p, n) nbwd__avx2_load_first(p, n)
+#define NBWD__V_STORE_N(p, n, v) nbwd__avx2_store_first(p, n, v)
+#define NBWD__V_STREAM(p, v) NBWD__MM256(stream_ps)(p, v)
+#define NBWD__V_FENCE() NBWD__MM(sfence)()
+#define NBWD__LAYER_HAS_STREAM 1
+#define NBWD__V_WIDEN_F16(p) nbwd__avx2_load_f16(p)
+#define NBWD__V_WIDEN_BF16(p) nbwd__avx2_load_bf16(p)
+#define NBWD__V_WIDEN_N_F16(p, n) NBWD__MM256(cvtph_ps)(nbwd__avx2_load_first_bytes(p, 2 * (n)))
+#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__avx2_widen_bf16(nbwd__avx2_load_first_bytes(p, 2 * (n)))
+#define NBWD__V_NARROW_F16(p, v) nbwd__avx2_store_f16(p, v)
+#define NBWD__V_NARROW_BF16(p, v) nbwd__avx2_store_bf16(p, v)
+#define NBWD__V_NARROW_N_F16(p, n, v) \
+    nbwd__avx2_store_first_bytes(p, 2 * (n), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
+#define NBWD__V_NARROW_N_BF16(p, n, v) nbwd__avx2_store_first_bytes(p, 2 * (n), nbwd__avx2_pack_bf16(v))
+#define NBWD__V_STREAM_F16(p, v) \
     NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
-#define NBWD__VSTREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
-#define NBWD__VSTORE2_BF16(p, v0, v1) \
+#define NBWD__V_STREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
+#define NBWD__V_NARROW2_BF16(p, v0, v1) \
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
-/* Pairs of bf16 vectors (the LayerNorm rows' dx) take ordinary stores even
-   out of cache: on Zen 3 they measured 0-14 % faster than non-temporal ones
-   (4096x4096 two threads 6.2 against 7.2 ms; f32 rows, which move twice the
-   bytes, are 15-20 % slower without non-temporal stores and keep them). */
-#define NBWD__VSTREAM2_BF16(p, v0, v1) NBWD__VSTORE2_BF16(p, v0, v1)
-#define NBWD__VSFENCE() NBWD__MM(sfence)()
+/* Pairs of bf16 vectors (LayerNorm dx) take ordinary stores even out of
+   cache: on Zen 3 they measured faster than non-temporal ones (f32 rows,
+   which move twice the bytes, are faster with them; bench/NOTES.md). */
+#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
+#define NBWD__LAYER_RSTD_LANES 4
+#define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
@@ -585,6 +623,15 @@ static NBWD__M256I nbwd__emu_cvtps_ph(NBWD__M512 v) {
 #define NBWD__512_CVTPS_PH(v) _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
 #endif
 
+#define NBWD__AVX512_FIRST(n) ((NBWD__MASK16)((1u << (n)) - 1u)) /* the mask of the first n lanes */
+#if defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no _mm512_stream_ps */
+#define NBWD__AVX512_STREAM(p, v) NBWD__MM512(storeu_ps)(p, v)
+#define NBWD__AVX512_STREAM16(p, h) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), h)
+#else
+#define NBWD__AVX512_STREAM(p, v) _mm512_stream_ps(p, v)
+#define NBWD__AVX512_STREAM16(p, h) _mm256_stream_si256((__m256i *)(void *)(p), h)
+#endif
+
 static inline NBWD__TARGET_AVX512 float nbwd__avx512_hsum(NBWD__M512 v) {
     NBWD__M256 hi = NBWD__MM256(castpd_ps)(NBWD__MM512(extractf64x4_pd)(NBWD__MM512(castps_pd)(v), 1));
     return nbwd__avx2_hsum(NBWD__MM256(add_ps)(NBWD__MM512(castps512_ps256)(v), hi));
@@ -605,57 +652,28 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512_pack_bf16(NBWD__M512 
 static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16_t *p) {
     return nbwd__avx512_widen_bf16(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
 }
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_loadm_bf16(const uint16_t *p, NBWD__MASK16 m) {
-    return nbwd__avx512_widen_bf16(NBWD__256_MASKZ_LOADU_EPI16(m, p));
-}
 static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_f16(const uint16_t *p) {
     return NBWD__512_CVTPH_PS(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
-}
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_loadm_f16(const uint16_t *p, NBWD__MASK16 m) {
-    return NBWD__512_CVTPH_PS(NBWD__256_MASKZ_LOADU_EPI16(m, p));
 }
 static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBWD__M256I h) {
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, h);
 }
 
+#define NBWD__AVX512_PACK_BF16(v) nbwd__avx512_pack_bf16(v)
+#define NBWD__SIMD_LAYER 512
+#include "norm_bwd_simd.h" /* the avx512 layer (at the end of this file) */
+#undef NBWD__SIMD_LAYER
 #define NBWD__KSUFFIX _avx512
 #define NBWD__KISA NBWD_ISA_AVX512
 #define NBWD__KTARGET NBWD__TARGET_AVX512
-#define NBWD__VF NBWD__M512
-#define NBWD__VW 16
-#define NBWD__VZERO() NBWD__MM512(setzero_ps)()
-#define NBWD__VSET1(s) NBWD__MM512(set1_ps)(s)
-#define NBWD__VADD(a, b) NBWD__MM512(add_ps)(a, b)
-#define NBWD__VSUB(a, b) NBWD__MM512(sub_ps)(a, b)
-#define NBWD__VMUL(a, b) NBWD__MM512(mul_ps)(a, b)
-#define NBWD__VFMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
-#define NBWD__VHSUM(v) nbwd__avx512_hsum(v)
-#define NBWD__RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
-#define NBWD__RSTD_VEC(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
-#define NBWD__VLOAD_F32(p) NBWD__MM512(loadu_ps)(p)
-#define NBWD__VSTORE_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
-#define NBWD__VLOAD_F16(p) nbwd__avx512_load_f16(p)
-#define NBWD__VSTORE_F16(p, v) nbwd__avx512_store_epi16(p, NBWD__512_CVTPS_PH(v))
-#define NBWD__VLOAD_BF16(p) nbwd__avx512_load_bf16(p)
-#define NBWD__VSTORE_BF16(p, v) nbwd__avx512_store_epi16(p, nbwd__avx512_pack_bf16(v))
-#define NBWD__VMASK NBWD__MASK16
-#define NBWD__VMASK_FIRST(count) ((NBWD__MASK16)((1u << (count)) - 1u))
-#define NBWD__VLOADM_F32(p, m) NBWD__512_MASKZ_LOADU_PS(m, p)
-#define NBWD__VSTOREM_F32(p, m, v) NBWD__512_MASK_STOREU_PS(p, m, v)
-#define NBWD__VLOADM_F16(p, m) nbwd__avx512_loadm_f16(p, m)
-#define NBWD__VSTOREM_F16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, NBWD__512_CVTPS_PH(v))
-#define NBWD__VLOADM_BF16(p, m) nbwd__avx512_loadm_bf16(p, m)
-#define NBWD__VSTOREM_BF16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, nbwd__avx512_pack_bf16(v))
-#if defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no _mm512_stream_ps */
-#define NBWD__VSTREAM_F32(p, v) NBWD__MM512(storeu_ps)(p, v)
-#define NBWD__VSTREAM_16(p, h) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), h)
-#else
-#define NBWD__VSTREAM_F32(p, v) _mm512_stream_ps(p, v)
-#define NBWD__VSTREAM_16(p, h) _mm256_stream_si256((__m256i *)(void *)(p), h)
-#endif
-#define NBWD__VSTREAM_F16(p, v) NBWD__VSTREAM_16(p, NBWD__512_CVTPS_PH(v))
-#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTREAM_16(p, nbwd__avx512_pack_bf16(v))
-#define NBWD__VSFENCE() NBWD__MM(sfence)()
+#define NBWD__KBASE _avx512
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 2
+#define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#undef NBWD__AVX512_PACK_BF16
 
 /* avx512_bf16: the same layer, narrowing to bf16 with VCVTNEPS2BF16 (gcc 10+,
    clang 9+; not attempted under MSVC). */
@@ -663,14 +681,9 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBW
     (defined(NORM_BWD_SIMD_EMULATE) || (defined(__clang__) && __clang_major__ >= 9) ||                 \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
 #define NBWD__HAVE_AVX512_BF16 1
-#define NBWD__KEEP_LAYER
 #endif
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
 
 #if defined(NBWD__HAVE_AVX512_BF16)
-#undef NBWD__KEEP_LAYER
 #if defined(NORM_BWD_SIMD_EMULATE)
 /* SIMDe 0.7.4 has no AVX512_BF16: the instruction as the Intel SDM defines
    it (convert_fp32_to_bfloat16), lane by lane. */
@@ -705,19 +718,30 @@ static NBWD__MASK16 nbwd__denormal_lanes(NBWD__M512 v) {
 /* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs as the integer path
    does, but reads f32 denormals as zero; a vector holding one (rare) takes
    the integer path, so the bits match every other path. */
+NBWD__NOINLINE NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_rare(NBWD__M512 v) {
+    return nbwd__avx512_pack_bf16(v); /* (out of line: every kernel's bf16 stores stay short) */
+}
 static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M512 v) {
-    if (nbwd__denormal_lanes(v)) return nbwd__avx512_pack_bf16(v);
+    if (nbwd__denormal_lanes(v)) return nbwd__avx512bf16_pack_rare(v);
     return nbwd__cvtneps_pbh(v);
 }
+/* The avx512 layer with this narrowing: the 16-bit kernels alone, the f32
+   ones are avx512's. */
+#define NBWD__AVX512_PACK_BF16(v) nbwd__avx512bf16_pack_bf16(v)
+#define NBWD__SIMD_LAYER 512
+#include "norm_bwd_simd.h"
+#undef NBWD__SIMD_LAYER
 #define NBWD__KSUFFIX _avx512_bf16
 #define NBWD__KISA NBWD_ISA_AVX512_BF16
 #define NBWD__KTARGET NBWD__TARGET_AVX512_BF16
-#define NBWD__VSTORE_BF16(p, v) NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx512bf16_pack_bf16(v))
-#define NBWD__VSTREAM_BF16(p, v) NBWD__VSTREAM_16(p, nbwd__avx512bf16_pack_bf16(v))
-#define NBWD__VSTOREM_BF16(p, m, v) NBWD__256_MASK_STOREU_EPI16(p, m, nbwd__avx512bf16_pack_bf16(v))
+#define NBWD__KBASE _avx512
+#define NBWD__LAYER_F32 0
+#define NBWD__LAYER_16BIT 1
+#define NBWD__LAYER_NARROW_ROWS 1
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
+#undef NBWD__AVX512_PACK_BF16
 #endif /* NBWD__HAVE_AVX512_BF16 */
 #endif
 #endif /* x86 or emulated */
@@ -756,6 +780,37 @@ static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
     NBWD__NEON(vst1_u16)(p, NBWD__NEON(vbsl_u16)(is_num, rounded, quiet));
 }
 
+/* Partial vectors (the first count floats, 0 < count < 4) through a small
+   buffer. */
+static inline NBWD__NT(float32x4_t) nbwd__neon_load_first(const float *p, int count) {
+    float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int k;
+    for (k = 0; k < count; ++k) b[k] = p[k];
+    return NBWD__NEON(vld1q_f32)(b);
+}
+static inline void nbwd__neon_store_first(float *p, int count, NBWD__NT(float32x4_t) v) {
+    float b[4];
+    int k;
+    NBWD__NEON(vst1q_f32)(b, v);
+    for (k = 0; k < count; ++k) p[k] = b[k];
+}
+
+/* the first n lanes of v narrowed by store (a helper or macro) to p, through a buffer */
+#define NBWD__NEON_NARROW_FIRST(p, n, v, store)         \
+    do {                                                \
+        uint16_t nbwd__b[4];                            \
+        int nbwd__k;                                    \
+        store(nbwd__b, v);                              \
+        for (nbwd__k = 0; nbwd__k < (n); ++nbwd__k)     \
+            (p)[nbwd__k] = nbwd__b[nbwd__k];            \
+    } while (0)
+static inline NBWD__NT(float32x4_t) nbwd__neon_widen_first(const uint16_t *p, int count, int dt) {
+    uint16_t b[4] = {0, 0, 0, 0};
+    int k;
+    for (k = 0; k < count; ++k) b[k] = p[k];
+    return dt == NBWD_BF16 ? nbwd__neon_load_bf16(b) : nbwd__neon_load_f16(b);
+}
+
 #if !defined(NORM_BWD_SIMD_EMULATE)
 static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
     float64x2_t d = vcvt_f64_f32(vld1_f32(v));
@@ -764,28 +819,21 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 }
 #endif
 
+#define NBWD__NEON_STORE_BF16(p, v) nbwd__neon_store_bf16(p, v)
+#define NBWD__SIMD_LAYER 128
+#include "norm_bwd_simd.h" /* the neon layer (at the end of this file) */
+#undef NBWD__SIMD_LAYER
 #define NBWD__KSUFFIX _neon
 #define NBWD__KISA NBWD_ISA_NEON
 #define NBWD__KTARGET
-#define NBWD__VF NBWD__NT(float32x4_t)
-#define NBWD__VW 4
-#define NBWD__VZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
-#define NBWD__VSET1(s) NBWD__NEON(vdupq_n_f32)(s)
-#define NBWD__VADD(a, b) NBWD__NEON(vaddq_f32)(a, b)
-#define NBWD__VSUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
-#define NBWD__VMUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
-#define NBWD__VFMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
-#define NBWD__VHSUM(v) nbwd__neon_hsum(v)
-#if !defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no vsqrtq_f64 */
-#define NBWD__RSTD_LANES 2
-#define NBWD__RSTD_VEC(v, out, eps) nbwd__neon_rstd2(v, out, eps)
-#endif
-#define NBWD__VLOAD_F32(p) NBWD__NEON(vld1q_f32)(p)
-#define NBWD__VSTORE_F32(p, v) NBWD__NEON(vst1q_f32)(p, v)
-#define NBWD__VLOAD_F16(p) nbwd__neon_load_f16(p)
-#define NBWD__VSTORE_F16(p, v) nbwd__neon_store_f16(p, v)
-#define NBWD__VLOAD_BF16(p) nbwd__neon_load_bf16(p)
-#define NBWD__VSTORE_BF16(p, v) nbwd__neon_store_bf16(p, v)
+#define NBWD__KBASE _neon
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 2
+#define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__KERNEL_PASS
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__KERNEL_PASS
+#undef NBWD__NEON_STORE_BF16
 
 /* neon_bf16: the same layer, narrowing to bf16 with BFCVTN (Armv8.6 BF16),
    used when Linux's HWCAP2 reports it. Inline assembly, so that neither a
@@ -799,14 +847,9 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 #include <sys/auxv.h>
 #define NBWD__HAVE_NEON_BF16 1
 #define NBWD__HWCAP2_BF16 (1ul << 14) /* asm/hwcap.h HWCAP2_BF16 */
-#define NBWD__KEEP_LAYER
 #endif
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
 
 #if defined(NBWD__HAVE_NEON_BF16)
-#undef NBWD__KEEP_LAYER
 static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
     /* BFCVTN v17.4h, v16.4s by its encoding: assemblers that do not know
        the mnemonic (clang 14 has no ".arch_extension bf16") still take it. */
@@ -815,13 +858,23 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
     __asm__(".inst 0x0ea16a11" : "=w"(out) : "w"(in));
     vst1_u16(p, out);
 }
+/* The neon layer with this narrowing: the 16-bit kernels alone, the f32
+   ones are neon's. */
+#define NBWD__NEON_STORE_BF16(p, v) nbwd__neonbf16_store_bf16(p, v)
+#define NBWD__SIMD_LAYER 128
+#include "norm_bwd_simd.h"
+#undef NBWD__SIMD_LAYER
 #define NBWD__KSUFFIX _neon_bf16
 #define NBWD__KISA NBWD_ISA_NEON_BF16
 #define NBWD__KTARGET
-#define NBWD__VSTORE_BF16(p, v) nbwd__neonbf16_store_bf16(p, v)
+#define NBWD__KBASE _neon
+#define NBWD__LAYER_F32 0
+#define NBWD__LAYER_16BIT 1
+#define NBWD__LAYER_NARROW_ROWS 1
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
+#undef NBWD__NEON_STORE_BF16
 #endif /* NBWD__HAVE_NEON_BF16 */
 #endif
 
@@ -835,4 +888,82 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #pragma clang diagnostic pop
 #elif defined(__GNUC__) && defined(NORM_BWD_SIMD_EMULATE)
 #pragma GCC diagnostic pop
+#endif
+#endif /* !NBWD__SIMD_LAYER */
+
+/* ==========================================================================
+   The avx512 and neon vector layers (the kernel template's contract), each
+   included twice by this file through NBWD__SIMD_LAYER: for the path
+   itself, and for its bf16 variant, which differs in its bf16 narrowing
+   (NBWD__AVX512_PACK_BF16, NBWD__NEON_STORE_BF16) and compiles the 16-bit
+   kernels alone. The kernel template #undefs these after each pass.
+   ========================================================================== */
+#if defined(NBWD__SIMD_LAYER) && NBWD__SIMD_LAYER == 512
+#define NBWD__V NBWD__M512
+#define NBWD__VW 16
+#define NBWD__V_ZERO() NBWD__MM512(setzero_ps)()
+#define NBWD__V_SET1(s) NBWD__MM512(set1_ps)(s)
+#define NBWD__V_ADD(a, b) NBWD__MM512(add_ps)(a, b)
+#define NBWD__V_SUB(a, b) NBWD__MM512(sub_ps)(a, b)
+#define NBWD__V_MUL(a, b) NBWD__MM512(mul_ps)(a, b)
+#define NBWD__V_FMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
+#define NBWD__V_HSUM(v) nbwd__avx512_hsum(v)
+#define NBWD__V_LOAD(p) NBWD__MM512(loadu_ps)(p)
+#define NBWD__V_STORE(p, v) NBWD__MM512(storeu_ps)(p, v)
+#define NBWD__V_LOAD_N(p, n) NBWD__512_MASKZ_LOADU_PS(NBWD__AVX512_FIRST(n), p)
+#define NBWD__V_STORE_N(p, n, v) NBWD__512_MASK_STOREU_PS(p, NBWD__AVX512_FIRST(n), v)
+#define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
+#define NBWD__V_FENCE() NBWD__MM(sfence)()
+#define NBWD__LAYER_HAS_STREAM 1
+#define NBWD__V_WIDEN_F16(p) nbwd__avx512_load_f16(p)
+#define NBWD__V_WIDEN_BF16(p) nbwd__avx512_load_bf16(p)
+#define NBWD__V_WIDEN_N_F16(p, n) NBWD__512_CVTPH_PS(NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p))
+#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__avx512_widen_bf16(NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p))
+#define NBWD__V_NARROW_F16(p, v) nbwd__avx512_store_epi16(p, NBWD__512_CVTPS_PH(v))
+#define NBWD__V_NARROW_BF16(p, v) nbwd__avx512_store_epi16(p, NBWD__AVX512_PACK_BF16(v))
+#define NBWD__V_NARROW_N_F16(p, n, v) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), NBWD__512_CVTPS_PH(v))
+#define NBWD__V_NARROW_N_BF16(p, n, v) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), NBWD__AVX512_PACK_BF16(v))
+#define NBWD__V_STREAM_F16(p, v) NBWD__AVX512_STREAM16(p, NBWD__512_CVTPS_PH(v))
+#define NBWD__V_STREAM_BF16(p, v) NBWD__AVX512_STREAM16(p, NBWD__AVX512_PACK_BF16(v))
+#define NBWD__V_NARROW2_BF16(p, v0, v1) (NBWD__V_NARROW_BF16(p, v0), NBWD__V_NARROW_BF16((p) + 16, v1))
+#define NBWD__V_STREAM2_BF16(p, v0, v1) (NBWD__V_STREAM_BF16(p, v0), NBWD__V_STREAM_BF16((p) + 16, v1))
+#define NBWD__LAYER_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
+#define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
+
+#elif defined(NBWD__SIMD_LAYER) && NBWD__SIMD_LAYER == 128
+#define NBWD__V NBWD__NT(float32x4_t)
+#define NBWD__VW 4
+#define NBWD__V_ZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
+#define NBWD__V_SET1(s) NBWD__NEON(vdupq_n_f32)(s)
+#define NBWD__V_ADD(a, b) NBWD__NEON(vaddq_f32)(a, b)
+#define NBWD__V_SUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
+#define NBWD__V_MUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
+#define NBWD__V_FMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
+#define NBWD__V_HSUM(v) nbwd__neon_hsum(v)
+#define NBWD__V_LOAD(p) NBWD__NEON(vld1q_f32)(p)
+#define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
+#define NBWD__V_LOAD_N(p, n) nbwd__neon_load_first(p, n)
+#define NBWD__V_STORE_N(p, n, v) nbwd__neon_store_first(p, n, v)
+#define NBWD__V_STREAM(p, v) NBWD__NEON(vst1q_f32)(p, v) /* (no non-temporal stores) */
+#define NBWD__V_FENCE() ((void)0)
+#define NBWD__LAYER_HAS_STREAM 0
+#define NBWD__V_WIDEN_F16(p) nbwd__neon_load_f16(p)
+#define NBWD__V_WIDEN_BF16(p) nbwd__neon_load_bf16(p)
+#define NBWD__V_WIDEN_N_F16(p, n) nbwd__neon_widen_first(p, n, NBWD_F16)
+#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__neon_widen_first(p, n, NBWD_BF16)
+#define NBWD__V_NARROW_F16(p, v) nbwd__neon_store_f16(p, v)
+#define NBWD__V_NARROW_BF16(p, v) NBWD__NEON_STORE_BF16(p, v)
+#define NBWD__V_NARROW_N_F16(p, n, v) NBWD__NEON_NARROW_FIRST(p, n, v, nbwd__neon_store_f16)
+#define NBWD__V_NARROW_N_BF16(p, n, v) NBWD__NEON_NARROW_FIRST(p, n, v, NBWD__NEON_STORE_BF16)
+#define NBWD__V_STREAM_F16(p, v) nbwd__neon_store_f16(p, v)
+#define NBWD__V_STREAM_BF16(p, v) NBWD__NEON_STORE_BF16(p, v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1) (NBWD__NEON_STORE_BF16(p, v0), NBWD__NEON_STORE_BF16((p) + 4, v1))
+#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
+#if !defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no vsqrtq_f64 */
+#define NBWD__LAYER_RSTD_LANES 2
+#define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)
+#else
+#define NBWD__LAYER_RSTD_LANES 0
+#define NBWD__V_RSTD(v, out, eps) ((void)0)
+#endif
 #endif

@@ -19,39 +19,42 @@ expect() { # function regex description
     if [ "$n" -gt 0 ]; then PASS=$((PASS + 1)); echo "ok: $1: $n instructions with $3"
     else FAIL=$((FAIL + 1)); echo "FAIL: $1 has no $3"; fi
 }
-# LayerNorm rows: one function per dtype and case (ln_rows_<case>_<dtype>_<isa>),
-# the narrow-row kernels (ln_narrow_<dtype>_<isa>); ln_rows_<isa> only dispatches.
-# BatchNorm NXC rows: one function per dtype (bn_rows_<dtype>_<isa>).
-for f in nbwd__row_reduce_avx2 nbwd__row_apply_avx2 nbwd__ln_rows_full_f32_avx2 nbwd__ln_rows_full_bf16_avx2 \
-         nbwd__ln_narrow_f32_avx2 nbwd__bn_rows_f32_avx2; do
+# Each path compiles its kernels twice, for f32 data (_f32_) and for bf16/f16
+# data (_16_): ln_rows_* (LayerNorm entry; the one-pass row pipeline is
+# ln_rows_dx_*), ln_narrow_*_<vectors> (narrow rows), bn_rows_* (BatchNorm
+# NXC), planes_* (BatchNorm NCX). avx512_bf16 compiles the 16-bit kernels
+# alone (its f32 kernels are avx512's).
+for f in nbwd__planes_reduce_f32_avx2 nbwd__planes_apply_f32_avx2 nbwd__ln_rows_dx_f32_avx2 nbwd__ln_rows_dx_16_avx2 \
+         nbwd__ln_narrow_f32_3_avx2 nbwd__bn_rows_f32_avx2; do
     expect $f '%ymm' 'ymm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
-expect nbwd__row_apply_avx2 'vcvtph2ps' 'F16C widening'
-expect nbwd__row_apply_avx2 'vcvtps2ph' 'F16C narrowing'
-expect nbwd__ln_rows_full_f16_avx2 'vcvtps2ph' 'F16C narrowing'
-for f in nbwd__row_reduce_avx512 nbwd__row_apply_avx512 nbwd__ln_rows_full_f32_avx512 nbwd__ln_rows_full_bf16_avx512 \
-         nbwd__ln_narrow_f32_avx512 nbwd__bn_rows_f32_avx512; do
+expect nbwd__planes_apply_16_avx2 'vcvtph2ps' 'F16C widening'
+expect nbwd__planes_apply_16_avx2 'vcvtps2ph' 'F16C narrowing'
+expect nbwd__ln_rows_dx_16_avx2 'vcvtps2ph' 'F16C narrowing'
+expect nbwd__ln_narrow_f32_3_avx2 'vmaskmovps' 'masked loads (partial vectors)'
+for f in nbwd__planes_reduce_f32_avx512 nbwd__planes_apply_f32_avx512 nbwd__ln_rows_dx_f32_avx512 \
+         nbwd__ln_rows_dx_16_avx512 nbwd__ln_narrow_f32_2_avx512 nbwd__bn_rows_f32_avx512; do
     expect $f '%zmm' 'zmm registers'
     expect $f 'vfmadd|vfnmadd' 'FMA'
 done
-expect nbwd__row_apply_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
-expect nbwd__bn_rows_bf16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
-expect nbwd__ln_narrow_f32_avx512 '%k[1-7]' 'mask registers (partial vectors)'
-for f in nbwd__row_apply_avx512_bf16 nbwd__ln_rows_full_bf16_avx512_bf16 nbwd__ln_narrow_bf16_avx512_bf16 \
-         nbwd__bn_rows_bf16_avx512_bf16 nbwd__narrow_avx512_bf16; do
+expect nbwd__planes_apply_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+expect nbwd__bn_rows_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
+expect nbwd__ln_narrow_f32_2_avx512 '%k[1-7]' 'mask registers (partial vectors)'
+for f in nbwd__planes_apply_16_avx512_bf16 nbwd__ln_rows_dx_16_avx512_bf16 nbwd__ln_narrow_16_2_avx512_bf16 \
+         nbwd__bn_rows_16_avx512_bf16 nbwd__narrow_avx512_bf16; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
 done
-expect nbwd__ln_rows_full_bf16_avx512_bf16 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
-expect nbwd__ln_rows_full_bf16_avx512_bf16 '%zmm' 'zmm registers'
+expect nbwd__ln_rows_dx_16_avx512_bf16 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
+expect nbwd__ln_rows_dx_16_avx512_bf16 '%zmm' 'zmm registers'
 # AArch64 (when the cross compiler is here): neon_bf16 narrows with BFCVTN
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     aarch64-linux-gnu-gcc -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa_a64.o" || { FAIL=$((FAIL + 1)); echo "FAIL: aarch64 build"; }
     aarch64-linux-gnu-objdump -d --no-show-raw-insn "$B/isa_a64.o" > "$B/isa.s"
-    for f in nbwd__ln_rows_full_bf16_neon_bf16 nbwd__bn_rows_bf16_neon_bf16 nbwd__narrow_neon_bf16; do
+    for f in nbwd__ln_rows_dx_16_neon_bf16 nbwd__bn_rows_16_neon_bf16 nbwd__narrow_neon_bf16; do
         expect $f 'bfcvtn' 'BFCVTN (Armv8.6 BF16) narrowing'
     done
-    expect nbwd__ln_rows_full_f32_neon 'fmla' 'NEON FMA'
+    expect nbwd__ln_rows_dx_f32_neon 'fmla' 'NEON FMA'
 fi
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
