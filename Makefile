@@ -1,7 +1,10 @@
 # norm_bwd - header-only normalization backward kernels.
 #   make test          every test: all CPU paths (native and emulated), the
 #                      AArch64 build under qemu, the compile matrix's core
-#                      builds, check-isa (make compile-check: all of it)
+#                      builds, check-isa, compile-cost (make compile-check:
+#                      all of the matrix)
+#   make compile-cost  the implementation file's compile time, memory and
+#                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
 #   make install PREFIX=/usr/local   headers + pkg-config file
 #   make clean
@@ -26,7 +29,7 @@ NEED     = tools/need.sh
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 AARCH64_CC = aarch64-linux-gnu-gcc
 
-.PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa install clean
+.PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa compile-cost install clean
 
 all: $(BUILD)/nbwd_tests
 
@@ -39,6 +42,7 @@ compile-deps: deps
 	@$(NEED) g++ 'command -v g++'
 	@$(NEED) clang 'command -v clang && command -v clang++'
 	@$(NEED) libomp-dev 'test -f "$$(clang -print-resource-dir)/include/omp.h" && ls /usr/lib/llvm-*/lib/libomp.so'
+	@$(NEED) time 'test -x /usr/bin/time'
 
 # The AArch64 build and its qemu runs (libgomp1-arm64-cross: the -fopenmp build).
 AARCH64_PKGS = gcc-aarch64-linux-gnu qemu-user libgomp1-arm64-cross
@@ -106,6 +110,11 @@ test-neon: deps aarch64-deps
 MATRIX ?= full
 compile-check: compile-deps
 	@BUILD=$(BUILD) MATRIX=$(MATRIX) tools/compile_check.sh
+
+# What the implementation file costs to compile (gcc, clang; -O2, -O0, -O0
+# -g), each figure against its budget (tools/compile_cost.sh).
+compile-cost: compile-deps
+	@BUILD=$(BUILD) tools/compile_cost.sh
 
 # objdump proof that a plain -O2 build carries real AVX2 and AVX-512 code.
 check-isa: deps

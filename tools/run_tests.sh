@@ -7,7 +7,8 @@
 #   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max, --quick;
 #             neon_bf16 under max, which has BF16, and skipped on cortex-a53)
 #   quick     native paths with --quick
-#   all       compile-check (its core matrix), check-isa, native, emulated, neon (if built)
+#   all       compile-cost (first: its timings want an idle machine), compile-check
+#             (its core matrix), check-isa, native, emulated, neon (if built)
 set -u
 B=${BUILD:-build}
 LOG=$B/test-logs
@@ -137,6 +138,7 @@ case "${1:-all}" in
     emulated) emulated ;;
     neon) neon ;;
     all)
+        run "compile-cost" tools/compile_cost.sh
         MATRIX=core run "compile-check (core)" tools/compile_check.sh
         run "check-isa" tools/check_isa.sh
         native
