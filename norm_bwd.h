@@ -612,6 +612,20 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
    steps are in elements. */
 #define NBWD__ROW_BATCH 64 /* rows per kernel call: rows of a few dozen elements are common */
 
+/* gamma and the column partials, as the kernels share them between rows;
+   BatchNorm NXC's per-channel arrays likewise. The kernels take them by
+   value, so that they stay in registers: a pointer read from memory would
+   be read again after every vector store (intrinsic stores may alias
+   anything). */
+typedef struct nbwd__cols {
+    const float *gamma;
+    float *dg, *db;                 /* column partials of diff_gamma, diff_beta: both or neither (NULL) */
+} nbwd__cols;
+typedef struct nbwd__chans {
+    const float *xm, *xs, *mg, *mgx, *scale;
+    float *dg, *db;
+} nbwd__chans;
+
 /* A batch of rows: LayerNorm rows (their sums, dx and the column partials
    of diff_gamma/diff_beta), or BatchNorm NXC rows (column sums in pass 1,
    dx with the per-channel coefficients in pass 2). */
@@ -622,24 +636,10 @@ typedef struct nbwd__rows {
     int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int64_t count, n;
-    const float *gamma;             /* LayerNorm: n values, never NULL (ones without affine) */
-    float *col_dg, *col_db;         /* column partials, both or neither (NULL) */
     int stream;                     /* dx with non-temporal stores (tensors larger than the caches) */
-    const float *cxm, *cxs, *cmg, *cmgx, *cscale; /* BatchNorm NXC, per channel */
+    nbwd__cols cols;                /* LayerNorm: gamma (never NULL: ones without affine), partials */
+    nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
 } nbwd__rows;
-/* gamma and the column partials, as the kernels share them between rows;
-   BatchNorm NXC's per-channel arrays likewise. The kernels take them by
-   value, so that they stay in registers: a pointer read from memory would
-   be read again after every vector store (intrinsic stores may alias
-   anything). */
-typedef struct nbwd__cols {
-    const float *gamma;
-    float *dg, *db;
-} nbwd__cols;
-typedef struct nbwd__chans {
-    const float *xm, *xs, *mg, *mgx, *scale;
-    float *dg, *db;
-} nbwd__chans;
 
 /* A run of BatchNorm NCX planes of n elements, plane i at x + i * x_step
    (dy, dx likewise), each with its own set's coefficients. reduce adds
@@ -747,9 +747,13 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 /* ------------------------------------------------------------- dispatch */
 /* The only global state: the detected CPU features and the chosen path,
    packed in one int written once (a racing second writer stores the same
-   value). Bits 0..7: runnable paths (1 << nbwd_isa); bits 8..11: the path
-   NBWD_ISA_AUTO resolves to; bit 15: a NORM_BWD_ISA value that cannot run;
-   bit 16: initialised. */
+   value): the runnable paths (bit 1 << nbwd_isa each), the path
+   NBWD_ISA_AUTO resolves to, whether NORM_BWD_ISA named a path that cannot
+   run, and that it is set at all. */
+#define NBWD__STATE_AUTO_SHIFT 8 /* (state >> 8) & 15: the automatic choice */
+#define NBWD__STATE_AUTO_MASK 15
+#define NBWD__STATE_ENV_UNRUNNABLE (1 << 15)
+#define NBWD__STATE_SET (1 << 16)
 static int nbwd__dispatch_state;
 static int nbwd__forced_isa; /* nbwd_force_isa; 0 = none */
 
@@ -789,6 +793,21 @@ static const nbwd__kernels *nbwd__compiled(nbwd_isa isa) {
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #define NBWD__X86 1
+/* CPUID feature bits (Intel SDM vol. 2A, CPUID) and the XCR0 state the OS
+   must enable for them */
+#define NBWD__CPUID1_EDX_SSE2 (1u << 26)
+#define NBWD__CPUID1_ECX_FMA (1u << 12)
+#define NBWD__CPUID1_ECX_OSXSAVE (1u << 27)
+#define NBWD__CPUID1_ECX_AVX (1u << 28)
+#define NBWD__CPUID1_ECX_F16C (1u << 29)
+#define NBWD__CPUID7_EBX_AVX2 (1u << 5)
+#define NBWD__CPUID7_EBX_AVX512F (1u << 16)
+#define NBWD__CPUID7_EBX_AVX512DQ (1u << 17)
+#define NBWD__CPUID7_EBX_AVX512BW (1u << 30)
+#define NBWD__CPUID7_EBX_AVX512VL (1u << 31)
+#define NBWD__CPUID7_1_EAX_AVX512_BF16 (1u << 5)
+#define NBWD__XCR0_AVX 0x6ull     /* SSE and AVX (ymm) state */
+#define NBWD__XCR0_AVX512 0xe6ull /* and the opmask and zmm state */
 static void nbwd__cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
 #if defined(NBWD__MSVC)
     int a[4];
@@ -814,24 +833,25 @@ static int nbwd__cpu_paths(void) {
     int paths = 1 << NBWD_ISA_SCALAR;
 #if defined(NBWD__X86)
     unsigned r[4], max_leaf;
+    const unsigned avx = NBWD__CPUID1_ECX_OSXSAVE | NBWD__CPUID1_ECX_AVX | NBWD__CPUID1_ECX_FMA | NBWD__CPUID1_ECX_F16C;
+    const unsigned avx512 = NBWD__CPUID7_EBX_AVX512F | NBWD__CPUID7_EBX_AVX512BW | NBWD__CPUID7_EBX_AVX512VL;
     nbwd__cpuid(0, 0, r);
     max_leaf = r[0];
     nbwd__cpuid(1, 0, r);
-    if (r[3] & (1u << 26)) paths |= 1 << NBWD_ISA_SSE; /* SSE2 */
-    if ((r[2] & (1u << 27)) && (r[2] & (1u << 28)) && (r[2] & (1u << 12)) && (r[2] & (1u << 29)) &&
-        max_leaf >= 7) { /* OSXSAVE, AVX, FMA, F16C */
+    if (r[3] & NBWD__CPUID1_EDX_SSE2) paths |= 1 << NBWD_ISA_SSE;
+    if ((r[2] & avx) == avx && max_leaf >= 7) {
         unsigned long long xcr0 = nbwd__xcr0();
         unsigned ebx7, max_sub7;
         nbwd__cpuid(7, 0, r);
         ebx7 = r[1];
         max_sub7 = r[0];
-        if ((xcr0 & 0x6) == 0x6 && (ebx7 & (1u << 5))) {
+        if ((xcr0 & NBWD__XCR0_AVX) == NBWD__XCR0_AVX && (ebx7 & NBWD__CPUID7_EBX_AVX2)) {
             paths |= 1 << NBWD_ISA_AVX2;
-            if ((xcr0 & 0xe6) == 0xe6 && (ebx7 & (1u << 16)) && (ebx7 & (1u << 30)) && (ebx7 & (1u << 31))) {
+            if ((xcr0 & NBWD__XCR0_AVX512) == NBWD__XCR0_AVX512 && (ebx7 & avx512) == avx512) {
                 paths |= 1 << NBWD_ISA_AVX512;
-                if (max_sub7 >= 1 && (ebx7 & (1u << 17))) { /* AVX512DQ (VFPCLASSPS) */
+                if (max_sub7 >= 1 && (ebx7 & NBWD__CPUID7_EBX_AVX512DQ)) { /* DQ: VFPCLASSPS */
                     nbwd__cpuid(7, 1, r);
-                    if (r[0] & (1u << 5)) paths |= 1 << NBWD_ISA_AVX512_BF16; /* AVX512_BF16 */
+                    if (r[0] & NBWD__CPUID7_1_EAX_AVX512_BF16) paths |= 1 << NBWD_ISA_AVX512_BF16;
                 }
             }
         }
@@ -872,13 +892,13 @@ static int nbwd__dispatch(void) {
         for (i = 0; i < (int)(sizeof preference / sizeof preference[0]); ++i)
             if ((runnable & (1 << preference[i])) && !(NBWD__EMULATED_PATHS & (1 << preference[i])))
                 best = preference[i];
-        state = runnable | (1 << 16);
+        state = runnable | NBWD__STATE_SET;
         if (env && *env && strcmp(env, "auto") != 0) {
             int want = nbwd__isa_from_name(env);
             if (want && (runnable & (1 << want))) best = want;
-            else state |= 1 << 15;
+            else state |= NBWD__STATE_ENV_UNRUNNABLE;
         }
-        state |= best << 8;
+        state |= best << NBWD__STATE_AUTO_SHIFT;
         NBWD__ATOMIC_STORE(&nbwd__dispatch_state, state);
     }
     return state;
@@ -910,8 +930,8 @@ static const nbwd__kernels *nbwd__select(nbwd_isa isa) {
     if ((int)isa == NBWD_ISA_AUTO) {
         int forced = NBWD__ATOMIC_LOAD(&nbwd__forced_isa);
         if (forced) return nbwd__compiled((nbwd_isa)forced);
-        if (state & (1 << 15)) return NULL;
-        return nbwd__compiled((nbwd_isa)((state >> 8) & 15));
+        if (state & NBWD__STATE_ENV_UNRUNNABLE) return NULL;
+        return nbwd__compiled((nbwd_isa)((state >> NBWD__STATE_AUTO_SHIFT) & NBWD__STATE_AUTO_MASK));
     }
     if ((int)isa < 0 || (int)isa >= NBWD_ISA_COUNT || !((state >> (int)isa) & 1)) return NULL;
     return nbwd__compiled(isa);
@@ -1126,6 +1146,20 @@ static void nbwd__tree_sum(const nbwd__kernels *k, float *base, int64_t count, i
     int64_t step, b;
     for (step = 1; step < count; step *= 2)
         for (b = 0; b + step < count; b += 2 * step) k->add(base + b * stride, base + (b + step) * stride, width);
+}
+
+#define NBWD__REDUCE_CHUNK 256 /* columns per task of the final reduction */
+/* The column partials of nblocks row blocks ([nblocks][width] floats) summed
+   into the first block, in the fixed pairwise order, NBWD__REDUCE_CHUNK
+   columns per task. */
+static void nbwd__sum_blocks(const nbwd__kernels *k, float *partials, int64_t nblocks, int64_t width,
+                             int num_threads) {
+    int64_t nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK, c;
+    int threads = nbwd__pick_threads(num_threads, nblocks * width, nchunks);
+    NBWD__PARALLEL_FOR(threads, c, nchunks,
+                       nbwd__tree_sum(k, partials + c * NBWD__REDUCE_CHUNK, nblocks, width,
+                                      (c + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
+                                                                            : width - c * NBWD__REDUCE_CHUNK));
 }
 
 static void nbwd__write_param(void *out, int64_t j, int pdt, float v, int accumulate) {
@@ -1470,12 +1504,12 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     batch.dx = r->want_dx ? r->dx : NULL;
     batch.n = n;
     batch.dt = p->dt;
-    batch.gamma = r->gamma;
+    batch.cols.gamma = r->gamma;
     batch.stream = r->stream;
     /* both partials when either output is wanted: the kernels take both or
        neither, and the final reduction adds the whole block */
-    batch.col_dg = r->partials ? r->partials + b * 2 * n : NULL;
-    batch.col_db = r->partials ? r->partials + b * 2 * n + n : NULL;
+    batch.cols.dg = r->partials ? r->partials + b * 2 * n : NULL;
+    batch.cols.db = r->partials ? r->partials + b * 2 * n + n : NULL;
     if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
     nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
@@ -1510,8 +1544,6 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     }
 }
 
-#define NBWD__REDUCE_CHUNK 256 /* columns per task of the final reduction */
-
 NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     nbwd__ln_plan p;
@@ -1519,7 +1551,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     nbwd_status s;
     void *owned;
     char *ws;
-    int64_t n, j, b, width, nchunks;
+    int64_t n, j, b;
     size_t own;
     int threads;
     if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
@@ -1567,13 +1599,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         threads = nbwd__pick_threads(desc->num_threads, p.rows * n, p.nblocks);
         NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__ln_block(&r, b));
         if (r.want_dg || r.want_db) {
-            width = 2 * n;
-            nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK;
-            threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
-            NBWD__PARALLEL_FOR(threads, b, nchunks,
-                               nbwd__tree_sum(r.k, r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
-                                              (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
-                                                                                    : width - b * NBWD__REDUCE_CHUNK));
+            nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * n, desc->num_threads);
             if (r.want_dg) nbwd__write_params_at(&p.par, NBWD__PDG, args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
             if (r.want_db)
                 nbwd__write_params_at(&p.par, NBWD__PDB, args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
@@ -1603,7 +1629,7 @@ typedef struct nbwd__bn_run {
     nbwd__outer outer; /* NXC rows */
     const char *x, *dy;
     char *dx;
-    float *xm, *xs, *mean_g, *mean_gx, *scale; /* [C] each; scale holds rstd until finished */
+    float *xm, *xs, *mg, *mgx, *scale; /* [C] each; scale holds rstd until finished */
     float *partials;
     const void *gamma;                         /* NULL: 1 */
     void *dgamma, *dbeta;
@@ -1737,8 +1763,8 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
 static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, float sum_dy) {
     const nbwd__bn_plan *p = r->p;
     float gamma = r->gamma ? nbwd__load(r->gamma, c * p->par.st[NBWD__PG][0], p->pdt) : 1.0f;
-    r->mean_g[c] = (float)((double)sum_dy / (double)p->M);
-    r->mean_gx[c] = (float)((double)sum_dyx / (double)p->M);
+    r->mg[c] = (float)((double)sum_dy / (double)p->M);
+    r->mgx[c] = (float)((double)sum_dyx / (double)p->M);
     r->scale[c] = r->scale[c] * gamma;
     if (r->dgamma) {
         nbwd__write_param(r->dgamma, c * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx, p->accumulate);
@@ -1794,8 +1820,8 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
     pl.dx_step = p->st[2][1];
     pl.xm = r->xm + c0;
     pl.xs = r->xs + c0;
-    pl.mg = r->mean_g + c0;
-    pl.mgx = r->mean_gx + c0;
+    pl.mg = r->mg + c0;
+    pl.mgx = r->mgx + c0;
     pl.scale = r->scale + c0;
     pl.stream = r->stream;
     r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
@@ -1842,12 +1868,12 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.n = C;
     batch.dt = p->dt;
     batch.stream = r->stream;
-    batch.cxm = r->xm; batch.cxs = r->xs;
-    batch.cmg = r->mean_g; batch.cmgx = r->mean_gx; batch.cscale = r->scale;
+    batch.chans.xm = r->xm; batch.chans.xs = r->xs;
+    batch.chans.mg = r->mg; batch.chans.mgx = r->mgx; batch.chans.scale = r->scale;
     if (!apply) {
-        batch.col_dg = r->partials + b * 2 * C;
-        batch.col_db = batch.col_dg + C;
-        memset(batch.col_dg, 0, (size_t)C * 2 * 4);
+        batch.chans.dg = r->partials + b * 2 * C;
+        batch.chans.db = batch.chans.dg + C;
+        memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
     }
     nbwd__cursor_seek(&r->outer, &cur, row);
     while (row < end) {
@@ -1905,9 +1931,9 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
         r.dx = (char *)args->diff_src;
         r.xm = (float *)(ws + p.ws_coef);
         r.xs = r.xm + C;
-        r.mean_g = r.xs + C;
-        r.mean_gx = r.mean_g + C;
-        r.scale = r.mean_gx + C;
+        r.mg = r.xs + C;
+        r.mgx = r.mg + C;
+        r.scale = r.mgx + C;
         r.partials = (float *)(ws + p.ws_partials);
         r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
                    (p.nxc || p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
@@ -1915,15 +1941,11 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
             nbwd__stats(p.form, p.sdt, p.eps, args->mean, c * p.mean_st, spread, c * p.var_st, &r.xm[c], &r.xs[c],
                         &r.scale[c]);
         if (p.nxc) {
-            int64_t width = 2 * C, nchunks = (width + NBWD__REDUCE_CHUNK - 1) / NBWD__REDUCE_CHUNK, b;
+            int64_t b;
             nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, 3, p.st);
             threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
             NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
-            threads = nbwd__pick_threads(desc->num_threads, p.nblocks * width, nchunks);
-            NBWD__PARALLEL_FOR(threads, b, nchunks,
-                               nbwd__tree_sum(r.k, r.partials + b * NBWD__REDUCE_CHUNK, p.nblocks, width,
-                                              (b + 1) * NBWD__REDUCE_CHUNK <= width ? NBWD__REDUCE_CHUNK
-                                                                                    : width - b * NBWD__REDUCE_CHUNK));
+            nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
             for (c = 0; c < C; ++c) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
             if (r.want_dx) {
                 threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
@@ -2095,9 +2117,9 @@ NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out)
 /* 16-bit LayerNorm rows of up to NBWD__KEEP_COLS elements keep each
    element's g and xhat in f32 (a stack buffer of about 8.5 KiB) from the
    row's reduction to its dx, instead of loading and widening the row a
-   second time (in L2 and out of cache alike, faster on every path; wider rows,
+   second time (faster on every path, in L2 and out of cache; wider rows,
    whose buffer would leave L1, and f32 rows, with nothing to widen,
-   measured slower and recompute; bench/NOTES.md). g lies at keep[i], xhat
+   measured slower and recompute: bench/NOTES.md). g lies at keep[i], xhat
    at keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
 #define NBWD__KEEP_COLS 1024
 #define NBWD__KEEP_XH (NBWD__KEEP_COLS + 64)
@@ -2259,7 +2281,7 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *
         NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
         int st = i + 2 * NBWD__VW <= nt_end;
         if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
-        if (dt != NBWD_BF16 && !keep) { /* (f32 measured 3-6 % slower in bf16's order below) */
+        if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
             NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
                                       st);
@@ -2502,17 +2524,12 @@ NBWD__KFN void NBWD__K(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const 
     NBWD__K(nbwd__store_data)(dx, j, lanes, dt,
                               NBWD__V_MUL(NBWD__V_SUB(vdy, t), NBWD__K(nbwd__load)(ch.scale + j, lanes)), stream);
 }
-NBWD__KFN nbwd__chans NBWD__K(nbwd__chans_of)(const nbwd__rows *r) {
-    nbwd__chans ch;
-    ch.xm = r->cxm; ch.xs = r->cxs; ch.mg = r->cmg; ch.mgx = r->cmgx; ch.scale = r->cscale;
-    ch.dg = r->col_dg; ch.db = r->col_db;
-    return ch;
-}
+
 /* A batch of BatchNorm NXC rows (every channel in each row): the column
    sums (pass 1), or dx (pass 2: r->dx set). */
 NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
     int64_t i, j, n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
-    const nbwd__chans ch = NBWD__K(nbwd__chans_of)(r);
+    const nbwd__chans ch = r->chans;
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
@@ -2537,18 +2554,19 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
     NBWD__V vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
     NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
     NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
+    const nbwd__chans ch = r->chans;
 #define NBWD__LANES(v) (tail && (v) == nv - 1 ? tail : NBWD__VW)
     NBWD__EACH_VEC(v, {
-        vxm[v] = NBWD__K(nbwd__load)(r->cxm + v * NBWD__VW, NBWD__LANES(v));
-        vxs[v] = NBWD__K(nbwd__load)(r->cxs + v * NBWD__VW, NBWD__LANES(v));
+        vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
+        vxs[v] = NBWD__K(nbwd__load)(ch.xs + v * NBWD__VW, NBWD__LANES(v));
         if (r->dx) {
-            vmg[v] = NBWD__K(nbwd__load)(r->cmg + v * NBWD__VW, NBWD__LANES(v));
-            vmgx[v] = NBWD__K(nbwd__load)(r->cmgx + v * NBWD__VW, NBWD__LANES(v));
-            vscale[v] = NBWD__K(nbwd__load)(r->cscale + v * NBWD__VW, NBWD__LANES(v));
+            vmg[v] = NBWD__K(nbwd__load)(ch.mg + v * NBWD__VW, NBWD__LANES(v));
+            vmgx[v] = NBWD__K(nbwd__load)(ch.mgx + v * NBWD__VW, NBWD__LANES(v));
+            vscale[v] = NBWD__K(nbwd__load)(ch.scale + v * NBWD__VW, NBWD__LANES(v));
             acc_dg[v] = acc_db[v] = NBWD__V_ZERO();
         } else {
-            acc_dg[v] = NBWD__K(nbwd__load)(r->col_dg + v * NBWD__VW, NBWD__LANES(v));
-            acc_db[v] = NBWD__K(nbwd__load)(r->col_db + v * NBWD__VW, NBWD__LANES(v));
+            acc_dg[v] = NBWD__K(nbwd__load)(ch.dg + v * NBWD__VW, NBWD__LANES(v));
+            acc_db[v] = NBWD__K(nbwd__load)(ch.db + v * NBWD__VW, NBWD__LANES(v));
             vmg[v] = vmgx[v] = vscale[v] = NBWD__V_ZERO();
         }
     });
@@ -2578,8 +2596,8 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
         if (r->stream) NBWD__V_FENCE();
     } else {
         NBWD__EACH_VEC(v, {
-            NBWD__K(nbwd__store)(r->col_dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
-            NBWD__K(nbwd__store)(r->col_db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
+            NBWD__K(nbwd__store)(ch.dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
+            NBWD__K(nbwd__store)(ch.db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
         });
     }
 #undef NBWD__LANES
@@ -2613,10 +2631,9 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
    keeps the row and the column partials in registers) */
 #define NBWD__NARROW_COPY(SUF, DT, NV)                                                                      \
     NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF##_##NV)(const nbwd__rows *r) {         \
-        const nbwd__cols cols = {r->gamma, r->col_dg, r->col_db};                                           \
         int dt = r->dt;                                                                                     \
         (void)dt;                                                                                           \
-        NBWD__K(nbwd__ln_narrow_body)(r, DT, cols, NV);                                                    \
+        NBWD__K(nbwd__ln_narrow_body)(r, DT, r->cols, NV);                                                  \
     }
 /* The entry points, twice: for f32 data (dt a constant), and for 16-bit
    data (dt bf16 or f16, known not to be f32: the f32-only branches drop
@@ -2647,7 +2664,7 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     }                                                                                                       \
     /* A batch of LayerNorm rows (gamma never NULL: ones without affine) */                                \
     static NBWD__KTARGET void NBWD__K(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
-        const nbwd__cols cols = {r->gamma, r->col_dg, r->col_db};                                           \
+        const nbwd__cols cols = r->cols;                                                                    \
         int dt = r->dt;                                                                                     \
         if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__ln_rows_##SUF, NBWD__KBASE)(r);                       \
         else if (NARROW_LN && r->n <= NBWD__NARROW_VECS * NBWD__VW) NBWD__K(nbwd__ln_narrow_##SUF)(r);      \

@@ -436,10 +436,8 @@ NBWD__NOINLINE NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_round_bf16(NBWD__M256 v)
     return NBWD__MM256(blendv_epi8)(nbwd__avx2_round_num_bf16(v), q, nan);
 }
 /* Whether a lane of a or b is a NaN: one compare and a rarely taken branch
-   instead of quieting every vector. LayerNorm bf16 on Zen 3, interleaved
-   medians against quieting always: 32768x768 one thread 8-9 % faster,
-   500000x24 4-8 %, 64x768 (in L2) 5-7 %, other shapes within the noise; sse
-   3-10 %. */
+   instead of quieting every vector (measured faster on every LayerNorm bf16
+   shape; bench/NOTES.md). */
 static inline NBWD__TARGET_AVX2 int nbwd__avx2_any_nan(NBWD__M256 a, NBWD__M256 b) {
     return NBWD__MM256(movemask_ps)(NBWD__MM256(cmp_ps)(a, b, NBWD__CMP_UNORD)) != 0;
 }
@@ -531,9 +529,9 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__V_STREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
 #define NBWD__V_NARROW2_BF16(p, v0, v1) \
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
-/* Pairs of bf16 vectors (LayerNorm dx) take ordinary stores even out of
-   cache: on Zen 3 they measured faster than non-temporal ones (f32 rows,
-   which move twice the bytes, are faster with them; bench/NOTES.md). */
+/* Pairs of bf16 vectors take ordinary stores even out of cache: they
+   measured faster than non-temporal ones (f32 rows, twice the bytes, are
+   faster with them; bench/NOTES.md). */
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #define NBWD__LAYER_RSTD_LANES 4
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
@@ -712,7 +710,7 @@ static NBWD__MASK16 nbwd__denormal_lanes(NBWD__M512 v) {
 #else
 #define nbwd__cvtneps_pbh(v) ((__m256i)_mm512_cvtneps_pbh(v))
 /* VFPCLASSPS (AVX512DQ) class 0x20: denormal. One instruction where the
-   integer test took three: 64x768 bf16 in L2 about 9 % faster. */
+   integer test took three (in-cache bf16 rows measured faster). */
 #define nbwd__denormal_lanes(v) _mm512_fpclass_ps_mask(v, 0x20)
 #endif
 /* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs as the integer path
@@ -889,6 +887,44 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #elif defined(__GNUC__) && defined(NORM_BWD_SIMD_EMULATE)
 #pragma GCC diagnostic pop
 #endif
+/* This file's own helper names (the paths are compiled): all but what the
+   dispatcher in norm_bwd.h reads (NBWD__HAVE_*, NBWD__HWCAP2_BF16,
+   NBWD__EMULATED_PATHS). */
+#undef NBWD__SIMD_X86
+#undef NBWD__SIMD_ARM64
+#undef NBWD__SIMD_HAVE_SIMDE
+#undef NBWD__MM
+#undef NBWD__MM256
+#undef NBWD__MM512
+#undef NBWD__M128
+#undef NBWD__M128I
+#undef NBWD__M256
+#undef NBWD__M256I
+#undef NBWD__M256D
+#undef NBWD__M512
+#undef NBWD__M512I
+#undef NBWD__MASK16
+#undef NBWD__ROUND_NEAREST
+#undef NBWD__CMP_UNORD
+#undef NBWD__TARGET_AVX2
+#undef NBWD__TARGET_AVX512
+#undef NBWD__TARGET_AVX512_BF16
+#undef NBWD__512_MASKZ_LOADU_PS
+#undef NBWD__512_MASK_STOREU_PS
+#undef NBWD__256_MASKZ_LOADU_EPI16
+#undef NBWD__256_MASK_STOREU_EPI16
+#undef NBWD__512_CVTEPU16_EPI32
+#undef NBWD__512_CVTEPI32_EPI16
+#undef NBWD__512_CVTPH_PS
+#undef NBWD__512_CVTPS_PH
+#undef NBWD__AVX512_FIRST
+#undef NBWD__AVX512_STREAM
+#undef NBWD__AVX512_STREAM16
+#undef nbwd__cvtneps_pbh
+#undef nbwd__denormal_lanes
+#undef NBWD__NEON
+#undef NBWD__NT
+#undef NBWD__NEON_NARROW_FIRST
 #endif /* !NBWD__SIMD_LAYER */
 
 /* ==========================================================================
