@@ -59,9 +59,8 @@ $(BUILD)/nbwd_tests: $(TEST_DEP) | deps
 # The same tests in GNU C (gcc's default dialect, whose default floating-point
 # contraction fuses a multiply and an add into an FMA wherever it sees fit):
 # run_tests.sh runs the determinism suite on the FMA paths with it. Built
-# without the sse layer, so that its avx2 path has its partial vectors go
-# through the kernel's buffer instead of the sse layer's pieces: the bounds
-# suite runs on it too.
+# without the sse layer (NORM_BWD_NO_SSE), whose absence must leave avx2's
+# partial vectors intact: the bounds suite runs on its avx2 path too.
 $(BUILD)/nbwd_tests_gnu: $(TEST_DEP) | deps
 	@mkdir -p $(BUILD)
 	$(CC) -std=gnu11 $(OPT) $(WARN) $(TEST_DEFS) -DNORM_BWD_NO_SSE -fopenmp -Itests -I. $(TEST_SRC) -o $@ -lm

@@ -168,7 +168,7 @@
    Stack: a call uses about 14 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
-   keep between the row's sums and its dx.
+   keep between the row's sums and its dx (f32 data: about 5 KiB).
 
    ============================================================================
    ERRORS AND GUARANTEES
@@ -198,7 +198,8 @@
      NORM_BWD_NO_SIMD           scalar path only (norm_bwd_simd.h not needed)
      NORM_BWD_NO_SSE, NORM_BWD_NO_AVX2, NORM_BWD_NO_AVX512, NORM_BWD_NO_NEON,
      NORM_BWD_NO_AVX512_BF16, NORM_BWD_NO_NEON_BF16
-                                leave one SIMD path out
+                                leave one SIMD path out (and its compile
+                                time: see COMPILE COST)
      NORM_BWD_HEADER_FILENAME   the path of this file, if renamed, as a string
                                 (the kernels are instantiated by re-including it)
      NORM_BWD_STREAM_BYTES      diff_src of at least this many bytes is written
@@ -217,18 +218,35 @@
    Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64),
    avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
    to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
-   BFCVTN, Armv8.6 BF16). All give the same bf16 bits (VCVTNEPS2BF16 flushes
-   f32 denormals, so vectors holding one, found by VFPCLASSPS, take the
-   integer rounding); all
+   BFCVTN, Armv8.6 BF16). The sse path runs f32 data in SSE2 and hands
+   bf16/f16 data to the scalar kernels (CPUs without AVX2 seldom meet 16-bit
+   training data; its own 16-bit kernels cost a fifth of every build's
+   compile time). All give the same bf16 bits as their narrowing would
+   without special instructions (VCVTNEPS2BF16 flushes f32 denormals, so
+   vectors holding one, found by VFPCLASSPS, take the integer rounding); all
    assume the default floating-point environment (nearest even, no FTZ/DAZ).
    x86 kernels carry target attributes, so a plain `cc -O2` build holds them
    all; the first call detects the CPU (cpuid + xgetbv for OS state; NEON is
    baseline on AArch64, getauxval(AT_HWCAP2) tells BF16) and caches the
-   choice. The bulk conversion helpers run on the chosen path too. Choose a path per call with desc.isa, per process
-   with nbwd_force_isa(), or with NORM_BWD_ISA. The row kernels exist once, in
-   the kernel template at the end of this file, instantiated per path over a
-   small vector layer (norm_bwd_simd.h); the x86 paths compile with gcc,
-   clang and (untested) MSVC, which needs no target attributes.
+   choice. The bulk conversion helpers run on the chosen path too. Choose a
+   path per call with desc.isa, per process with nbwd_force_isa(), or with
+   NORM_BWD_ISA. The kernels exist once, in the kernel template at the end
+   of this file, written over a data type and compiled per path twice (f32
+   data; bf16/f16 data) against a small vector layer (norm_bwd_simd.h); the
+   x86 paths compile with gcc, clang and (untested) MSVC, which needs no
+   target attributes.
+
+   ============================================================================
+   COMPILE COST
+   ============================================================================
+   The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
+   about 4.5 s of CPU and 270 MB with gcc 12 -O2 (clang 14: 3.7 s, 140 MB),
+   and about 1 s and 180 MB at -O0 (helpers are forced inline only when
+   optimizing, so a debug build calls them); other files pay for the
+   declarations alone. Each NORM_BWD_NO_* switch takes its path's share
+   off: at -O2 with gcc, avx512_bf16 about 0.5 s, avx512 (and with it
+   avx512_bf16) 1.7 s, avx2 (and both AVX-512 paths) 3 s, sse 0.4 s;
+   NORM_BWD_NO_SIMD leaves about 0.9 s. `make compile-cost` measures it.
 */
 #ifndef NBWD__KERNEL_PASS
 
@@ -1995,11 +2013,17 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
    non-temporal stores defines the STREAM names as plain stores and V_FENCE
    as nothing); this file #undefs them all at its end.
      NBWD__KSUFFIX NBWD__KISA NBWD__KTARGET   name suffix, nbwd_isa, function attribute
-     NBWD__KBASE NBWD__LAYER_16BIT_ONLY       the suffix of the f32 kernels the path
-                                              uses: its own (0), or another path's,
-                                              for a path that differs from that one
-                                              in its 16-bit narrowing alone (1:
-                                              avx512_bf16, neon_bf16)
+     NBWD__LAYER_F32                          1: the path compiles its f32 kernels;
+                                              0: it takes NBWD__KBASE's
+     NBWD__LAYER_16BIT                        2: its bf16/f16 kernels; 1: bf16 alone
+                                              (f16 from NBWD__KBASE: a path that
+                                              differs from its base only in the bf16
+                                              narrowing, avx512_bf16, neon_bf16); 0:
+                                              all NBWD__KBASE's (sse: scalar's)
+     NBWD__KBASE                              the suffix those kernels come from
+     NBWD__LAYER_NARROW_ROWS                  1: copies of the LayerNorm kernel for
+                                              rows of 1-4 vectors (where a bench
+                                              shape uses them)
      NBWD__V NBWD__VW                         the vector type, VW float lanes
      NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
      NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
@@ -2138,8 +2162,8 @@ NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, i
     *sg = NBWD__V_ADD(*sg, g);
     *sgx = NBWD__V_FMA(g, xh, *sgx);
     if (keep) {
-        NBWD__V_STORE(keep + i, g);
-        NBWD__V_STORE(keep + NBWD__KEEP_XH + i, xh);
+        NBWD__K(nbwd__store)(keep + i, lanes, g, 0);
+        NBWD__K(nbwd__store)(keep + NBWD__KEEP_XH + i, lanes, xh, 0);
     }
     if (cols.dg) {
         NBWD__K(nbwd__store)(cols.dg + i, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(cols.dg + i, lanes)), 0);
@@ -2152,7 +2176,8 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, in
                                        const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
                                        const float *keep) {
     NBWD__V vdy, xh;
-    if (keep) return NBWD__DX(c, NBWD__V_LOAD(keep + i), NBWD__V_LOAD(keep + NBWD__KEEP_XH + i));
+    if (keep)
+        return NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes));
     vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
     return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);

@@ -460,12 +460,9 @@ static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_pack2_bf16(NBWD__M256 v0,
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
     NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
 }
-/* Partial vectors (the first count values, 0 < count < 8): f32 stores in
-   pieces of 4, 2 and 1 floats, 16-bit data through nbwd__load_first_bytes. */
-static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first4(float *p, int count, NBWD__M128 v) {
-    if (count & 2) NBWD__MM(store_sd)((double *)(void *)p, NBWD__MM(castps_pd)(v));
-    if (count & 1) NBWD__MM(store_ss)(p + (count & 2), count & 2 ? NBWD__MM(movehl_ps)(v, v) : v);
-}
+/* Partial vectors (the first count values, 0 < count < 8): f32 stored as 4
+   floats and the rest, and 16-bit data, through nbwd__load_first_bytes /
+   nbwd__store_first_bytes (memcpy pieces: no misaligned typed access). */
 static inline NBWD__TARGET_AVX2 NBWD__M128I nbwd__avx2_load_first_bytes(const void *p, int bytes) {
     nbwd__bytes16 b = nbwd__load_first_bytes(p, bytes);
     return NBWD__MM(set_epi64x)((long long)b.hi, (long long)b.lo);
@@ -477,10 +474,19 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first_bytes(void *p, int b
     nbwd__store_first_bytes(p, bytes, b);
 }
 /* loads: VMASKMOVPS, one instruction (masked lanes are neither read nor
-   faulted); its stores measured slower than the pieces below */
+   faulted); its stores measured slower than the pieces below. (SIMDe 0.7.4
+   emulates it with a whole-vector load: the emulated build goes lane by
+   lane.) */
 static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_first(const float *p, int count) {
+#if defined(NORM_BWD_SIMD_EMULATE)
+    float b[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    int k;
+    for (k = 0; k < count; ++k) b[k] = p[k];
+    return NBWD__MM256(loadu_ps)(b);
+#else
     NBWD__M256I lanes = NBWD__MM256(setr_epi32)(0, 1, 2, 3, 4, 5, 6, 7);
     return NBWD__MM256(maskload_ps)(p, NBWD__MM256(cmpgt_epi32)(NBWD__MM256(set1_epi32)(count), lanes));
+#endif
 }
 static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count, NBWD__M256 v) {
     NBWD__M128 part = NBWD__MM256(castps256_ps128)(v);
@@ -489,7 +495,7 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
         part = NBWD__MM256(extractf128_ps)(v, 1);
         p += 4;
     }
-    nbwd__avx2_store_first4(p, count & 3, part);
+    nbwd__avx2_store_first_bytes(p, 4 * (count & 3), NBWD__MM(castps_si128)(part));
 }
 
 #define NBWD__KSUFFIX _avx2
