@@ -740,16 +740,16 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 #define NBWD__V_STREAM(p, v) (*(p) = (v))
 #define NBWD__V_FENCE() ((void)0)
 #define NBWD__LAYER_HAS_STREAM 0
-#define NBWD__V_WIDEN_F16(p) nbwd__f16_to_f32(*(p))
-#define NBWD__V_WIDEN_BF16(p) nbwd__bf16_to_f32(*(p))
-#define NBWD__V_WIDEN_N_F16(p, n) nbwd__f16_to_f32(*(p))
-#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__bf16_to_f32(*(p))
-#define NBWD__V_NARROW_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
-#define NBWD__V_NARROW_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
-#define NBWD__V_NARROW_N_F16(p, n, v) (*(p) = nbwd__f32_to_f16(v))
-#define NBWD__V_NARROW_N_BF16(p, n, v) (*(p) = nbwd__f32_to_bf16(v))
-#define NBWD__V_STREAM_F16(p, v) (*(p) = nbwd__f32_to_f16(v))
-#define NBWD__V_STREAM_BF16(p, v) (*(p) = nbwd__f32_to_bf16(v))
+#define NBWD__H uint16_t
+#define NBWD__H_LOAD(p) (*(p))
+#define NBWD__H_LOAD_N(p, n) (*(p))
+#define NBWD__H_STORE(p, h) (*(p) = (h))
+#define NBWD__H_STORE_N(p, n, h) (*(p) = (h))
+#define NBWD__H_STREAM(p, h) (*(p) = (h))
+#define NBWD__WIDEN_F16(h) nbwd__f16_to_f32(h)
+#define NBWD__WIDEN_BF16(h) nbwd__bf16_to_f32(h)
+#define NBWD__NARROW_F16(v) nbwd__f32_to_f16(v)
+#define NBWD__NARROW_BF16(v) nbwd__f32_to_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) ((p)[0] = nbwd__f32_to_bf16(v0), (p)[1] = nbwd__f32_to_bf16(v1))
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #define NBWD__LAYER_RSTD_LANES 0
@@ -2036,15 +2036,14 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
      NBWD__V_STREAM(p, v) NBWD__V_FENCE()     non-temporal store (p 64-byte aligned),
                                               and the fence after a run of them
      NBWD__LAYER_HAS_STREAM                   1, or 0 where V_STREAM is a plain store
-     NBWD__V_WIDEN_F16(p) .._BF16(p)          VW 16-bit values to f32 (exact)
-     NBWD__V_WIDEN_N_F16(p, n) .._BF16        the first n of them, the rest 0
-     NBWD__V_NARROW_F16(p, v) .._BF16         VW values to 16 bits, nearest even,
-                                              NaN a quiet NaN
-     NBWD__V_NARROW_N_F16(p, n, v) .._BF16    the first n lanes
-     NBWD__V_STREAM_F16(p, v) .._BF16         VW values, non-temporal where the
-                                              layer finds it pays
-     NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values (one pack where the
-     NBWD__V_STREAM2_BF16(p, v0, v1)          narrowing is integer code)
+     NBWD__H                                  VW 16-bit values (bf16 or f16 bits)
+     NBWD__H_LOAD(p) NBWD__H_STORE(p, h)      VW of them at p
+     NBWD__H_LOAD_N(p, n) NBWD__H_STORE_N(p, n, h)   the first n, as V_LOAD_N
+     NBWD__H_STREAM(p, h)                     non-temporal where the layer finds it pays
+     NBWD__WIDEN_F16(h) NBWD__WIDEN_BF16(h)   to a vector of f32 (exact)
+     NBWD__NARROW_F16(v) NBWD__NARROW_BF16(v) from one: nearest even, NaN a quiet NaN
+     NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values to bf16 at p (one pack where
+     NBWD__V_STREAM2_BF16(p, v0, v1)          the narrowing is integer code)
      NBWD__LAYER_RSTD_LANES                   0, or LANES with
      NBWD__V_RSTD(v, out, eps)                LANES of out = (float)(1 / sqrt(
                                               (double)v + eps)), IEEE double
@@ -2063,22 +2062,26 @@ NBWD__KFN void NBWD__K(nbwd__store)(float *p, int lanes, NBWD__V v, int stream) 
     else if (stream) NBWD__V_STREAM(p, v);
     else NBWD__V_STORE(p, v);
 }
-/* Data of type dt at element i of p, as load and store above. */
+/* Data of type dt at element i of p, as load and store above: 16-bit data
+   is one access (whole or partial) and the format's conversion. */
 NBWD__KFN NBWD__V NBWD__K(nbwd__load_data)(const void *p, int64_t i, int lanes, int dt) {
-    const uint16_t *h = (const uint16_t *)p + i;
+    const uint16_t *q = (const uint16_t *)p + i;
+    NBWD__H h;
     if (dt == NBWD_F32) return NBWD__K(nbwd__load)((const float *)p + i, lanes);
-    if (lanes < NBWD__VW) return dt == NBWD_BF16 ? NBWD__V_WIDEN_N_BF16(h, lanes) : NBWD__V_WIDEN_N_F16(h, lanes);
-    return dt == NBWD_BF16 ? NBWD__V_WIDEN_BF16(h) : NBWD__V_WIDEN_F16(h);
+    h = lanes < NBWD__VW ? NBWD__H_LOAD_N(q, lanes) : NBWD__H_LOAD(q);
+    return dt == NBWD_BF16 ? NBWD__WIDEN_BF16(h) : NBWD__WIDEN_F16(h);
 }
 NBWD__KFN void NBWD__K(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, NBWD__V v, int stream) {
-    uint16_t *h = (uint16_t *)p + i;
-    if (dt == NBWD_F32) NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
-    else if (lanes < NBWD__VW && dt == NBWD_BF16) NBWD__V_NARROW_N_BF16(h, lanes, v);
-    else if (lanes < NBWD__VW) NBWD__V_NARROW_N_F16(h, lanes, v);
-    else if (stream && dt == NBWD_BF16) NBWD__V_STREAM_BF16(h, v);
-    else if (stream) NBWD__V_STREAM_F16(h, v);
-    else if (dt == NBWD_BF16) NBWD__V_NARROW_BF16(h, v);
-    else NBWD__V_NARROW_F16(h, v);
+    uint16_t *q = (uint16_t *)p + i;
+    NBWD__H h;
+    if (dt == NBWD_F32) {
+        NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
+        return;
+    }
+    h = dt == NBWD_BF16 ? NBWD__NARROW_BF16(v) : NBWD__NARROW_F16(v);
+    if (lanes < NBWD__VW) NBWD__H_STORE_N(q, lanes, h);
+    else if (stream) NBWD__H_STREAM(q, h);
+    else NBWD__H_STORE(q, h);
 }
 /* Two whole vectors at element i; bf16 narrows the pair in one go (one
    pack, one store on the paths whose narrowing is integer code). */
@@ -2816,16 +2819,16 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__V_STREAM
 #undef NBWD__V_FENCE
 #undef NBWD__LAYER_HAS_STREAM
-#undef NBWD__V_WIDEN_F16
-#undef NBWD__V_WIDEN_BF16
-#undef NBWD__V_WIDEN_N_F16
-#undef NBWD__V_WIDEN_N_BF16
-#undef NBWD__V_NARROW_F16
-#undef NBWD__V_NARROW_BF16
-#undef NBWD__V_NARROW_N_F16
-#undef NBWD__V_NARROW_N_BF16
-#undef NBWD__V_STREAM_F16
-#undef NBWD__V_STREAM_BF16
+#undef NBWD__H
+#undef NBWD__H_LOAD
+#undef NBWD__H_LOAD_N
+#undef NBWD__H_STORE
+#undef NBWD__H_STORE_N
+#undef NBWD__H_STREAM
+#undef NBWD__WIDEN_F16
+#undef NBWD__WIDEN_BF16
+#undef NBWD__NARROW_F16
+#undef NBWD__NARROW_BF16
 #undef NBWD__V_NARROW2_BF16
 #undef NBWD__V_STREAM2_BF16
 #undef NBWD__LAYER_RSTD_LANES

@@ -159,9 +159,6 @@ static inline float nbwd__sse_hsum(simde__m128 v) {
 static inline simde__m128 nbwd__sse_widen_bf16(simde__m128i h) {
     return simde_mm_castsi128_ps(simde_mm_unpacklo_epi16(simde_mm_setzero_si128(), h)); /* h << 16 */
 }
-static inline simde__m128 nbwd__sse_load_bf16(const uint16_t *p) {
-    return nbwd__sse_widen_bf16(simde_mm_loadl_epi64((const simde__m128i *)(const void *)p));
-}
 /* The bf16 bits of each lane, rounded to nearest even, sign-extended from
    16 bits (packs_epi32 keeps them exactly): for numbers only, as a NaN's
    payload can carry into its exponent and sign. */
@@ -187,9 +184,6 @@ static inline int nbwd__sse_any_nan(simde__m128 a, simde__m128 b) {
 static inline simde__m128i nbwd__sse_narrow_bf16(simde__m128 v) {
     simde__m128i r = nbwd__sse_any_nan(v, v) ? nbwd__sse_round_bf16(v) : nbwd__sse_round_num_bf16(v);
     return simde_mm_packs_epi32(r, r);
-}
-static inline void nbwd__sse_store_bf16(uint16_t *p, simde__m128 v) {
-    simde_mm_storel_epi64((simde__m128i *)(void *)p, nbwd__sse_narrow_bf16(v));
 }
 /* two vectors, one pack and one 16-byte store */
 static inline void nbwd__sse_store2_bf16(uint16_t *p, simde__m128 v0, simde__m128 v1) {
@@ -280,12 +274,6 @@ static inline simde__m128i nbwd__sse_narrow_f16(simde__m128 v) {
     return simde_mm_packs_epi32(r, r);
 }
 #endif
-static inline simde__m128 nbwd__sse_load_f16(const uint16_t *p) {
-    return nbwd__sse_widen_f16(simde_mm_loadl_epi64((const simde__m128i *)(const void *)p));
-}
-static inline void nbwd__sse_store_f16(uint16_t *p, simde__m128 v) {
-    simde_mm_storel_epi64((simde__m128i *)(void *)p, nbwd__sse_narrow_f16(v));
-}
 static inline simde__m128i nbwd__sse_load_first(const void *p, int bytes) {
     nbwd__bytes16 b = nbwd__load_first_bytes(p, bytes);
     return simde_mm_set_epi64x((int64_t)b.hi, (int64_t)b.lo);
@@ -327,17 +315,16 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__V_STREAM(p, v) simde_mm_stream_ps(p, v)
 #define NBWD__V_FENCE() simde_mm_sfence()
 #define NBWD__LAYER_HAS_STREAM 1
-#define NBWD__V_WIDEN_F16(p) nbwd__sse_load_f16(p)
-#define NBWD__V_WIDEN_BF16(p) nbwd__sse_load_bf16(p)
-#define NBWD__V_WIDEN_N_F16(p, n) nbwd__sse_widen_f16(nbwd__sse_load_first(p, 2 * (n)))
-#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__sse_widen_bf16(nbwd__sse_load_first(p, 2 * (n)))
-#define NBWD__V_NARROW_F16(p, v) nbwd__sse_store_f16(p, v)
-#define NBWD__V_NARROW_BF16(p, v) nbwd__sse_store_bf16(p, v)
-#define NBWD__V_NARROW_N_F16(p, n, v) nbwd__sse_store_first(p, 2 * (n), nbwd__sse_narrow_f16(v))
-#define NBWD__V_NARROW_N_BF16(p, n, v) nbwd__sse_store_first(p, 2 * (n), nbwd__sse_narrow_bf16(v))
-/* (8-byte pieces: SSE2 streams none) */
-#define NBWD__V_STREAM_F16(p, v) nbwd__sse_store_f16(p, v)
-#define NBWD__V_STREAM_BF16(p, v) nbwd__sse_store_bf16(p, v)
+#define NBWD__H simde__m128i /* 4 values in the low 64 bits */
+#define NBWD__H_LOAD(p) simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p))
+#define NBWD__H_LOAD_N(p, n) nbwd__sse_load_first(p, 2 * (n))
+#define NBWD__H_STORE(p, h) simde_mm_storel_epi64((simde__m128i *)(void *)(p), h)
+#define NBWD__H_STORE_N(p, n, h) nbwd__sse_store_first(p, 2 * (n), h)
+#define NBWD__H_STREAM(p, h) NBWD__H_STORE(p, h) /* (8-byte pieces: SSE2 streams none) */
+#define NBWD__WIDEN_F16(h) nbwd__sse_widen_f16(h)
+#define NBWD__WIDEN_BF16(h) nbwd__sse_widen_bf16(h)
+#define NBWD__NARROW_F16(v) nbwd__sse_narrow_f16(v)
+#define NBWD__NARROW_BF16(v) nbwd__sse_narrow_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
 #define NBWD__V_STREAM2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
 #define NBWD__LAYER_RSTD_LANES 2
@@ -406,17 +393,8 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_rstd4(const float *v, float *out
                             NBWD__MM256(sqrt_pd)(NBWD__MM256(add_pd)(d, NBWD__MM256(set1_pd)(eps))));
     NBWD__MM(storeu_ps)(out, NBWD__MM256(cvtpd_ps)(d));
 }
-static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_f16(const uint16_t *p) {
-    return NBWD__MM256(cvtph_ps)(NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p));
-}
-static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_f16(uint16_t *p, NBWD__M256 v) {
-    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST));
-}
 static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_widen_bf16(NBWD__M128I h) {
     return NBWD__MM256(castsi256_ps)(NBWD__MM256(slli_epi32)(NBWD__MM256(cvtepu16_epi32)(h), 16));
-}
-static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_load_bf16(const uint16_t *p) {
-    return nbwd__avx2_widen_bf16(NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)p));
 }
 /* The bf16 bits of each lane, rounded to nearest even, in its low 16 bits,
    the upper 16 zero: for numbers only, as a NaN's payload can carry into its
@@ -456,9 +434,6 @@ static inline NBWD__TARGET_AVX2 NBWD__M256I nbwd__avx2_pack2_bf16(NBWD__M256 v0,
     else
         r = NBWD__MM256(packus_epi32)(nbwd__avx2_round_num_bf16(v0), nbwd__avx2_round_num_bf16(v1));
     return NBWD__MM256(permute4x64_epi64)(r, 0xd8); /* a0..3 b0..3 | a4..7 b4..7 to a0..7 b0..7 */
-}
-static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_bf16(uint16_t *p, NBWD__M256 v) {
-    NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)p, nbwd__avx2_pack_bf16(v));
 }
 /* Partial vectors (the first count values, 0 < count < 8): f32 stored as 4
    floats and the rest, and 16-bit data, through nbwd__load_first_bytes /
@@ -521,18 +496,16 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__V_STREAM(p, v) NBWD__MM256(stream_ps)(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
 #define NBWD__LAYER_HAS_STREAM 1
-#define NBWD__V_WIDEN_F16(p) nbwd__avx2_load_f16(p)
-#define NBWD__V_WIDEN_BF16(p) nbwd__avx2_load_bf16(p)
-#define NBWD__V_WIDEN_N_F16(p, n) NBWD__MM256(cvtph_ps)(nbwd__avx2_load_first_bytes(p, 2 * (n)))
-#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__avx2_widen_bf16(nbwd__avx2_load_first_bytes(p, 2 * (n)))
-#define NBWD__V_NARROW_F16(p, v) nbwd__avx2_store_f16(p, v)
-#define NBWD__V_NARROW_BF16(p, v) nbwd__avx2_store_bf16(p, v)
-#define NBWD__V_NARROW_N_F16(p, n, v) \
-    nbwd__avx2_store_first_bytes(p, 2 * (n), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
-#define NBWD__V_NARROW_N_BF16(p, n, v) nbwd__avx2_store_first_bytes(p, 2 * (n), nbwd__avx2_pack_bf16(v))
-#define NBWD__V_STREAM_F16(p, v) \
-    NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST))
-#define NBWD__V_STREAM_BF16(p, v) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), nbwd__avx2_pack_bf16(v))
+#define NBWD__H NBWD__M128I
+#define NBWD__H_LOAD(p) NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)(p))
+#define NBWD__H_LOAD_N(p, n) nbwd__avx2_load_first_bytes(p, 2 * (n))
+#define NBWD__H_STORE(p, h) NBWD__MM(storeu_si128)((NBWD__M128I *)(void *)(p), h)
+#define NBWD__H_STORE_N(p, n, h) nbwd__avx2_store_first_bytes(p, 2 * (n), h)
+#define NBWD__H_STREAM(p, h) NBWD__MM(stream_si128)((NBWD__M128I *)(void *)(p), h)
+#define NBWD__WIDEN_F16(h) NBWD__MM256(cvtph_ps)(h)
+#define NBWD__WIDEN_BF16(h) nbwd__avx2_widen_bf16(h)
+#define NBWD__NARROW_F16(v) NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST)
+#define NBWD__NARROW_BF16(v) nbwd__avx2_pack_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) \
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
 /* Pairs of bf16 vectors take ordinary stores even out of cache: they
@@ -653,12 +626,6 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512_pack_bf16(NBWD__M512 
     r = NBWD__MM512(mask_blend_epi32)(NBWD__MM512(cmp_ps_mask)(v, v, NBWD__CMP_UNORD), r, q);
     return NBWD__512_CVTEPI32_EPI16(NBWD__MM512(srli_epi32)(r, 16));
 }
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_bf16(const uint16_t *p) {
-    return nbwd__avx512_widen_bf16(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
-}
-static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_load_f16(const uint16_t *p) {
-    return NBWD__512_CVTPH_PS(NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)p));
-}
 static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBWD__M256I h) {
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, h);
 }
@@ -765,23 +732,23 @@ static inline float nbwd__neon_hsum(NBWD__NT(float32x4_t) v) { /* fixed order on
     return (NBWD__NEON(vgetq_lane_f32)(v, 0) + NBWD__NEON(vgetq_lane_f32)(v, 1)) +
            (NBWD__NEON(vgetq_lane_f32)(v, 2) + NBWD__NEON(vgetq_lane_f32)(v, 3));
 }
-static inline NBWD__NT(float32x4_t) nbwd__neon_load_f16(const uint16_t *p) { /* FCVTL */
-    return NBWD__NEON(vcvt_f32_f16)(NBWD__NEON(vreinterpret_f16_u16)(NBWD__NEON(vld1_u16)(p)));
+static inline NBWD__NT(float32x4_t) nbwd__neon_widen_f16(NBWD__NT(uint16x4_t) h) { /* FCVTL */
+    return NBWD__NEON(vcvt_f32_f16)(NBWD__NEON(vreinterpret_f16_u16)(h));
 }
-static inline void nbwd__neon_store_f16(uint16_t *p, NBWD__NT(float32x4_t) v) { /* FCVTN, nearest even */
-    NBWD__NEON(vst1_u16)(p, NBWD__NEON(vreinterpret_u16_f16)(NBWD__NEON(vcvt_f16_f32)(v)));
+static inline NBWD__NT(uint16x4_t) nbwd__neon_narrow_f16(NBWD__NT(float32x4_t) v) { /* FCVTN, nearest even */
+    return NBWD__NEON(vreinterpret_u16_f16)(NBWD__NEON(vcvt_f16_f32)(v));
 }
-static inline NBWD__NT(float32x4_t) nbwd__neon_load_bf16(const uint16_t *p) {
-    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vshlq_n_u32)(NBWD__NEON(vmovl_u16)(NBWD__NEON(vld1_u16)(p)), 16));
+static inline NBWD__NT(float32x4_t) nbwd__neon_widen_bf16(NBWD__NT(uint16x4_t) h) {
+    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vshlq_n_u32)(NBWD__NEON(vmovl_u16)(h), 16));
 }
-static inline void nbwd__neon_store_bf16(uint16_t *p, NBWD__NT(float32x4_t) v) {
+static inline NBWD__NT(uint16x4_t) nbwd__neon_narrow_bf16(NBWD__NT(float32x4_t) v) {
     NBWD__NT(uint32x4_t) u = NBWD__NEON(vreinterpretq_u32_f32)(v);
     NBWD__NT(uint32x4_t) lsb = NBWD__NEON(vandq_u32)(NBWD__NEON(vshrq_n_u32)(u, 16), NBWD__NEON(vdupq_n_u32)(1));
     NBWD__NT(uint32x4_t) r = NBWD__NEON(vaddq_u32)(u, NBWD__NEON(vaddq_u32)(lsb, NBWD__NEON(vdupq_n_u32)(0x7fff)));
     NBWD__NT(uint16x4_t) rounded = NBWD__NEON(vshrn_n_u32)(r, 16);
     NBWD__NT(uint16x4_t) quiet = NBWD__NEON(vshrn_n_u32)(NBWD__NEON(vorrq_u32)(u, NBWD__NEON(vdupq_n_u32)(0x400000)), 16);
     NBWD__NT(uint16x4_t) is_num = NBWD__NEON(vmovn_u32)(NBWD__NEON(vceqq_f32)(v, v));
-    NBWD__NEON(vst1_u16)(p, NBWD__NEON(vbsl_u16)(is_num, rounded, quiet));
+    return NBWD__NEON(vbsl_u16)(is_num, rounded, quiet);
 }
 
 /* Partial vectors (the first count floats, 0 < count < 4) through a small
@@ -799,20 +766,17 @@ static inline void nbwd__neon_store_first(float *p, int count, NBWD__NT(float32x
     for (k = 0; k < count; ++k) p[k] = b[k];
 }
 
-/* the first n lanes of v narrowed by store (a helper or macro) to p, through a buffer */
-#define NBWD__NEON_NARROW_FIRST(p, n, v, store)         \
-    do {                                                \
-        uint16_t nbwd__b[4];                            \
-        int nbwd__k;                                    \
-        store(nbwd__b, v);                              \
-        for (nbwd__k = 0; nbwd__k < (n); ++nbwd__k)     \
-            (p)[nbwd__k] = nbwd__b[nbwd__k];            \
-    } while (0)
-static inline NBWD__NT(float32x4_t) nbwd__neon_widen_first(const uint16_t *p, int count, int dt) {
+static inline NBWD__NT(uint16x4_t) nbwd__neon_load_first16(const uint16_t *p, int count) {
     uint16_t b[4] = {0, 0, 0, 0};
     int k;
     for (k = 0; k < count; ++k) b[k] = p[k];
-    return dt == NBWD_BF16 ? nbwd__neon_load_bf16(b) : nbwd__neon_load_f16(b);
+    return NBWD__NEON(vld1_u16)(b);
+}
+static inline void nbwd__neon_store_first16(uint16_t *p, int count, NBWD__NT(uint16x4_t) h) {
+    uint16_t b[4];
+    int k;
+    NBWD__NEON(vst1_u16)(b, h);
+    for (k = 0; k < count; ++k) p[k] = b[k];
 }
 
 #if !defined(NORM_BWD_SIMD_EMULATE)
@@ -823,7 +787,7 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 }
 #endif
 
-#define NBWD__NEON_STORE_BF16(p, v) nbwd__neon_store_bf16(p, v)
+#define NBWD__NEON_NARROW_BF16(v) nbwd__neon_narrow_bf16(v)
 #define NBWD__SIMD_LAYER 128
 #include "norm_bwd_simd.h" /* the neon layer (at the end of this file) */
 #undef NBWD__SIMD_LAYER
@@ -837,7 +801,7 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
-#undef NBWD__NEON_STORE_BF16
+#undef NBWD__NEON_NARROW_BF16
 
 /* neon_bf16: the same layer, narrowing to bf16 with BFCVTN (Armv8.6 BF16),
    used when Linux's HWCAP2 reports it. Inline assembly, so that neither a
@@ -854,17 +818,17 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 #endif
 
 #if defined(NBWD__HAVE_NEON_BF16)
-static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
+static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
     /* BFCVTN v17.4h, v16.4s by its encoding: assemblers that do not know
        the mnemonic (clang 14 has no ".arch_extension bf16") still take it. */
     register float32x4_t in __asm__("v16") = v;
     register uint16x4_t out __asm__("v17");
     __asm__(".inst 0x0ea16a11" : "=w"(out) : "w"(in));
-    vst1_u16(p, out);
+    return out;
 }
 /* The neon layer with this narrowing: the 16-bit kernels alone, the f32
    ones are neon's. */
-#define NBWD__NEON_STORE_BF16(p, v) nbwd__neonbf16_store_bf16(p, v)
+#define NBWD__NEON_NARROW_BF16(v) nbwd__neonbf16_narrow_bf16(v)
 #define NBWD__SIMD_LAYER 128
 #include "norm_bwd_simd.h"
 #undef NBWD__SIMD_LAYER
@@ -878,7 +842,7 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
-#undef NBWD__NEON_STORE_BF16
+#undef NBWD__NEON_NARROW_BF16
 #endif /* NBWD__HAVE_NEON_BF16 */
 #endif
 
@@ -930,14 +894,13 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #undef nbwd__denormal_lanes
 #undef NBWD__NEON
 #undef NBWD__NT
-#undef NBWD__NEON_NARROW_FIRST
 #endif /* !NBWD__SIMD_LAYER */
 
 /* ==========================================================================
    The avx512 and neon vector layers (the kernel template's contract), each
    included twice by this file through NBWD__SIMD_LAYER: for the path
    itself, and for its bf16 variant, which differs in its bf16 narrowing
-   (NBWD__AVX512_PACK_BF16, NBWD__NEON_STORE_BF16) and compiles the 16-bit
+   (NBWD__AVX512_PACK_BF16, NBWD__NEON_NARROW_BF16) and compiles the 16-bit
    kernels alone. The kernel template #undefs these after each pass.
    ========================================================================== */
 #if defined(NBWD__SIMD_LAYER) && NBWD__SIMD_LAYER == 512
@@ -957,18 +920,20 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
 #define NBWD__LAYER_HAS_STREAM 1
-#define NBWD__V_WIDEN_F16(p) nbwd__avx512_load_f16(p)
-#define NBWD__V_WIDEN_BF16(p) nbwd__avx512_load_bf16(p)
-#define NBWD__V_WIDEN_N_F16(p, n) NBWD__512_CVTPH_PS(NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p))
-#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__avx512_widen_bf16(NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p))
-#define NBWD__V_NARROW_F16(p, v) nbwd__avx512_store_epi16(p, NBWD__512_CVTPS_PH(v))
-#define NBWD__V_NARROW_BF16(p, v) nbwd__avx512_store_epi16(p, NBWD__AVX512_PACK_BF16(v))
-#define NBWD__V_NARROW_N_F16(p, n, v) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), NBWD__512_CVTPS_PH(v))
-#define NBWD__V_NARROW_N_BF16(p, n, v) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), NBWD__AVX512_PACK_BF16(v))
-#define NBWD__V_STREAM_F16(p, v) NBWD__AVX512_STREAM16(p, NBWD__512_CVTPS_PH(v))
-#define NBWD__V_STREAM_BF16(p, v) NBWD__AVX512_STREAM16(p, NBWD__AVX512_PACK_BF16(v))
-#define NBWD__V_NARROW2_BF16(p, v0, v1) (NBWD__V_NARROW_BF16(p, v0), NBWD__V_NARROW_BF16((p) + 16, v1))
-#define NBWD__V_STREAM2_BF16(p, v0, v1) (NBWD__V_STREAM_BF16(p, v0), NBWD__V_STREAM_BF16((p) + 16, v1))
+#define NBWD__H NBWD__M256I
+#define NBWD__H_LOAD(p) NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)(p))
+#define NBWD__H_LOAD_N(p, n) NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p)
+#define NBWD__H_STORE(p, h) nbwd__avx512_store_epi16(p, h)
+#define NBWD__H_STORE_N(p, n, h) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), h)
+#define NBWD__H_STREAM(p, h) NBWD__AVX512_STREAM16(p, h)
+#define NBWD__WIDEN_F16(h) NBWD__512_CVTPH_PS(h)
+#define NBWD__WIDEN_BF16(h) nbwd__avx512_widen_bf16(h)
+#define NBWD__NARROW_F16(v) NBWD__512_CVTPS_PH(v)
+#define NBWD__NARROW_BF16(v) NBWD__AVX512_PACK_BF16(v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1) \
+    (nbwd__avx512_store_epi16(p, NBWD__AVX512_PACK_BF16(v0)), nbwd__avx512_store_epi16((p) + 16, NBWD__AVX512_PACK_BF16(v1)))
+#define NBWD__V_STREAM2_BF16(p, v0, v1) \
+    (NBWD__AVX512_STREAM16(p, NBWD__AVX512_PACK_BF16(v0)), NBWD__AVX512_STREAM16((p) + 16, NBWD__AVX512_PACK_BF16(v1)))
 #define NBWD__LAYER_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
 
@@ -989,17 +954,18 @@ static inline void nbwd__neonbf16_store_bf16(uint16_t *p, float32x4_t v) {
 #define NBWD__V_STREAM(p, v) NBWD__NEON(vst1q_f32)(p, v) /* (no non-temporal stores) */
 #define NBWD__V_FENCE() ((void)0)
 #define NBWD__LAYER_HAS_STREAM 0
-#define NBWD__V_WIDEN_F16(p) nbwd__neon_load_f16(p)
-#define NBWD__V_WIDEN_BF16(p) nbwd__neon_load_bf16(p)
-#define NBWD__V_WIDEN_N_F16(p, n) nbwd__neon_widen_first(p, n, NBWD_F16)
-#define NBWD__V_WIDEN_N_BF16(p, n) nbwd__neon_widen_first(p, n, NBWD_BF16)
-#define NBWD__V_NARROW_F16(p, v) nbwd__neon_store_f16(p, v)
-#define NBWD__V_NARROW_BF16(p, v) NBWD__NEON_STORE_BF16(p, v)
-#define NBWD__V_NARROW_N_F16(p, n, v) NBWD__NEON_NARROW_FIRST(p, n, v, nbwd__neon_store_f16)
-#define NBWD__V_NARROW_N_BF16(p, n, v) NBWD__NEON_NARROW_FIRST(p, n, v, NBWD__NEON_STORE_BF16)
-#define NBWD__V_STREAM_F16(p, v) nbwd__neon_store_f16(p, v)
-#define NBWD__V_STREAM_BF16(p, v) NBWD__NEON_STORE_BF16(p, v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1) (NBWD__NEON_STORE_BF16(p, v0), NBWD__NEON_STORE_BF16((p) + 4, v1))
+#define NBWD__H NBWD__NT(uint16x4_t)
+#define NBWD__H_LOAD(p) NBWD__NEON(vld1_u16)(p)
+#define NBWD__H_LOAD_N(p, n) nbwd__neon_load_first16(p, n)
+#define NBWD__H_STORE(p, h) NBWD__NEON(vst1_u16)(p, h)
+#define NBWD__H_STORE_N(p, n, h) nbwd__neon_store_first16(p, n, h)
+#define NBWD__H_STREAM(p, h) NBWD__NEON(vst1_u16)(p, h)
+#define NBWD__WIDEN_F16(h) nbwd__neon_widen_f16(h)
+#define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
+#define NBWD__NARROW_F16(v) nbwd__neon_narrow_f16(v)
+#define NBWD__NARROW_BF16(v) NBWD__NEON_NARROW_BF16(v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1) \
+    (NBWD__NEON(vst1_u16)(p, NBWD__NEON_NARROW_BF16(v0)), NBWD__NEON(vst1_u16)((p) + 4, NBWD__NEON_NARROW_BF16(v1)))
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #if !defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no vsqrtq_f64 */
 #define NBWD__LAYER_RSTD_LANES 2
