@@ -2380,13 +2380,13 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols
    partial last one to chain 1: reduce_row's order. */
 NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__cols cols, const int nv) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW);
+    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
     /* bf16: whole vectors stored in pairs (see store_pair) */
     const int paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
     NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
-#define NBWD__LANES(v) (tail && (v) == nv - 1 ? tail : NBWD__VW)
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v, {
         gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
         cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
@@ -2578,12 +2578,12 @@ NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
    The operations of bn_rows_body in its order, so the same bits. */
 NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW);
+    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
     NBWD__V vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
     NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
     NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
     const nbwd__chans ch = r->chans;
-#define NBWD__LANES(v) (tail && (v) == nv - 1 ? tail : NBWD__VW)
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v, {
         vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
         vxs[v] = NBWD__K(nbwd__load)(ch.xs + v * NBWD__VW, NBWD__LANES(v));
