@@ -182,23 +182,34 @@ static void free_buffers(buffers *b) {
     free(b->gamma); free(b->dg); free(b->db);
 }
 
-/* One call of lib l on buffers b (outputs overwritten first with a pattern). */
+/* The descriptor fields both operations share, and the statistics' inputs
+   of the problem's form. */
+#define AB_DESC_COMMON(d, p)                                                                              \
+    do {                                                                                                  \
+        (d).data_dtype = (nbwd_dtype)(p)->dt; (d).stats_dtype = (nbwd_dtype)(p)->sdt;                     \
+        (d).param_dtype = (nbwd_dtype)(p)->pdt; (d).stats_form = (nbwd_stats_form)(p)->form;               \
+        (d).flags = (p)->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;                                     \
+        (d).num_threads = (p)->threads; (d).isa = (nbwd_isa)(p)->isa;                                     \
+    } while (0)
+#define AB_ARGS_STATS(a, p, b)                                                                            \
+    do {                                                                                                  \
+        if ((p)->form == NBWD_STATS_XHAT_STD) { (a).xhat = (b)->x; (a).std = (b)->var; }                 \
+        else if ((p)->form == NBWD_STATS_MEAN_RSTD) { (a).src = (b)->x; (a).mean = (b)->mean; (a).rstd = (b)->var; } \
+        else { (a).src = (b)->x; (a).mean = (b)->mean; (a).variance = (b)->var; }                        \
+        (a).diff_dst = (b)->dy;                                                                           \
+        (a).gamma = (p)->affine ? (b)->gamma : NULL;                                                      \
+        (a).diff_src = (p)->want_dx ? (b)->dx : NULL;                                                     \
+    } while (0)
+
+/* One call of lib l on buffers b. */
 static nbwd_status call(const lib *l, const problem *p, buffers *b) {
     if (p->bn) {
         nbwd_batch_norm_bwd_desc d;
         nbwd_batch_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         l->bn_init(&d, p->rank, p->dims, (nbwd_layout)p->layout, 1e-5f);
-        d.data_dtype = (nbwd_dtype)p->dt; d.stats_dtype = (nbwd_dtype)p->sdt; d.param_dtype = (nbwd_dtype)p->pdt;
-        d.stats_form = (nbwd_stats_form)p->form;
-        d.flags = p->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
-        d.num_threads = p->threads;
-        d.isa = (nbwd_isa)p->isa;
-        if (p->form == NBWD_STATS_XHAT_STD) { a.xhat = b->x; a.std = b->var; }
-        else { a.src = b->x; a.mean = b->mean; if (p->form == NBWD_STATS_MEAN_RSTD) a.rstd = b->var; else a.variance = b->var; }
-        a.diff_dst = b->dy;
-        a.gamma = p->affine ? b->gamma : NULL;
-        a.diff_src = p->want_dx ? b->dx : NULL;
+        AB_DESC_COMMON(d, p);
+        AB_ARGS_STATS(a, p, b);
         if (p->want_dg) { a.diff_gamma = b->dg; a.diff_beta = b->db; }
         return l->bn(&d, &a, NULL, 0);
     } else {
@@ -208,16 +219,8 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         l->ln_init(&d, p->rank, p->dims);
         d.begin_norm_axis = p->axis;
         d.use_affine = p->affine;
-        d.data_dtype = (nbwd_dtype)p->dt; d.stats_dtype = (nbwd_dtype)p->sdt; d.param_dtype = (nbwd_dtype)p->pdt;
-        d.stats_form = (nbwd_stats_form)p->form;
-        d.flags = p->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
-        d.num_threads = p->threads;
-        d.isa = (nbwd_isa)p->isa;
-        if (p->form == NBWD_STATS_XHAT_STD) { a.xhat = b->x; a.std = b->var; }
-        else { a.src = b->x; a.mean = b->mean; if (p->form == NBWD_STATS_MEAN_RSTD) a.rstd = b->var; else a.variance = b->var; }
-        a.diff_dst = b->dy;
-        a.gamma = p->affine ? b->gamma : NULL;
-        a.diff_src = p->want_dx ? b->dx : NULL;
+        AB_DESC_COMMON(d, p);
+        AB_ARGS_STATS(a, p, b);
         a.diff_gamma = p->affine && p->want_dg ? b->dg : NULL;
         a.diff_beta = p->affine && p->want_db ? b->db : NULL;
         return l->ln(&d, &a, NULL, 0);
