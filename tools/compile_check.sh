@@ -6,8 +6,7 @@
 #   MATRIX=full (the default; `make compile-check`, .ci/run): every build below
 #   MATRIX=core (`make test`): the builds named in is_core: each compiler in
 #     both languages, with and without OpenMP, -O0 once, NO_SIMD, AArch64
-#     gcc, the README example (the full matrix took 9 of `make test`'s 17.5
-#     minutes on the 2-core Zen 3 machine)
+#     gcc, the README example (one of each kind; the rest runs in CI)
 #   MATRIX=rest (.ci/run, after `make test`): every build but the core ones
 set -u
 MATRIX=${MATRIX:-full}
