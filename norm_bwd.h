@@ -1790,21 +1790,15 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
     }
 }
 
-/* NCX: channels [c0, c1), batch entries [k * n_per_chunk, ...): one partial
-   each. The planes go in memory order (batch entry outer, channel inner), so
-   the prefetchers see runs of c1 - c0 planes rather than one plane per jump;
-   each channel still adds its plane sums in batch order, whatever c0, c1. */
-static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
+/* NCX: the planes of channels [c0, c1) of batch entry n, as the kernels
+   see them (the reduce or the apply part the caller's). */
+static nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
     const nbwd__bn_plan *p = r->p;
-    int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, esz = (int64_t)nbwd__esize(p->dt), c;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
     nbwd__planes pl;
-    float *part;
-    if (end > p->N) end = p->N;
-    for (c = c0; c < c1; ++c) {
-        part = r->partials + (c * p->nchunks + k) * 2;
-        part[0] = part[1] = 0.0f;
-    }
     memset(&pl, 0, sizeof pl);
+    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
     pl.dt = p->dt;
     pl.n = p->S;
     pl.count = c1 - c0;
@@ -1812,11 +1806,26 @@ static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
     pl.dy_step = p->st[1][1];
     pl.xm = r->xm + c0;
     pl.xs = r->xs + c0;
-    pl.sums = r->partials + (c0 * p->nchunks + k) * 2;
-    pl.sums_step = p->nchunks * 2;
+    return pl;
+}
+
+/* NCX: channels [c0, c1), batch entries [k * n_per_chunk, ...): one partial
+   each. The planes go in memory order (batch entry outer, channel inner), so
+   the prefetchers see runs of c1 - c0 planes rather than one plane per jump;
+   each channel still adds its plane sums in batch order, whatever c0, c1. */
+static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, c;
+    float *part;
+    if (end > p->N) end = p->N;
+    for (c = c0; c < c1; ++c) {
+        part = r->partials + (c * p->nchunks + k) * 2;
+        part[0] = part[1] = 0.0f;
+    }
     for (; n < end; ++n) {
-        pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-        pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+        nbwd__planes pl = nbwd__ncx_planes(r, c0, c1, n);
+        pl.sums = r->partials + (c0 * p->nchunks + k) * 2;
+        pl.sums_step = p->nchunks * 2;
         r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
     }
 }
@@ -1824,20 +1833,9 @@ static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
 /* NCX: dx of channels [c0, c1), batch entry n (not fenced). */
 static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
     const nbwd__bn_plan *p = r->p;
-    int64_t esz = (int64_t)nbwd__esize(p->dt);
-    nbwd__planes pl;
-    memset(&pl, 0, sizeof pl);
-    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
-    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
-    pl.dt = p->dt;
-    pl.n = p->S;
-    pl.count = c1 - c0;
-    pl.x_step = p->st[0][1];
-    pl.dy_step = p->st[1][1];
+    nbwd__planes pl = nbwd__ncx_planes(r, c0, c1, n);
+    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * (int64_t)nbwd__esize(p->dt);
     pl.dx_step = p->st[2][1];
-    pl.xm = r->xm + c0;
-    pl.xs = r->xs + c0;
     pl.mg = r->mg + c0;
     pl.mgx = r->mgx + c0;
     pl.scale = r->scale + c0;

@@ -393,7 +393,6 @@ static void time_all(const lib *libs, int isa, int threads, int rounds, int call
         double per[2][64], one[256];
         int r, k, c;
         if (!parse_shape(tok, &p)) { fprintf(stderr, "nbwd_ab: bad shape %s\n", tok); exit(2); }
-        p.dt = p.bn ? NBWD_F32 : dt;
         p.dt = dt;
         p.isa = isa;
         p.threads = threads;
