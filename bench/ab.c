@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "norm_bwd.h"
+#include "bench_util.h"
 
 typedef struct lib {
     void *h;
@@ -65,21 +66,6 @@ static void lib_open(lib *l, const char *path) {
     *(void **)&l->to_f16_n = sym(l, "nbwd_f32_to_f16_n");
     *(void **)&l->from_bf16_n = sym(l, "nbwd_bf16_to_f32_n");
     *(void **)&l->from_f16_n = sym(l, "nbwd_f16_to_f32_n");
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static void *xalloc(size_t bytes) {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (bytes + 127) / 64 * 64) != 0 || !p) {
-        fprintf(stderr, "nbwd_ab: out of memory\n");
-        exit(2);
-    }
-    memset(p, 0, (bytes + 127) / 64 * 64);
-    return p;
 }
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
@@ -344,15 +330,6 @@ static void compare_all(const lib *a, const lib *b, int quick) {
 }
 
 /* ------------------------------------------------------------------ time */
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int parse_shape(const char *s, problem *p) {
     char buf[128], *tok, *save = NULL;
     memset(p, 0, sizeof p[0]);
@@ -406,10 +383,10 @@ static void time_all(const lib *libs, int isa, int threads, int rounds, int call
                     call(&libs[which], &p, &b);
                     one[c] = now_s() - t0;
                 }
-                per[which][r] = median(one, calls < 256 ? calls : 256);
+                per[which][r] = median_of(one, calls < 256 ? calls : 256);
             }
         {
-            double mo = median(per[0], rounds), mn = median(per[1], rounds);
+            double mo = median_of(per[0], rounds), mn = median_of(per[1], rounds);
             printf("%-24s %-5s %3d %10.4f %10.4f %7.3f\n", tok, dt == 0 ? "f32" : dt == 1 ? "f16" : "bf16", threads,
                    mo * 1e3, mn * 1e3, mn / mo);
             fflush(stdout);

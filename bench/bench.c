@@ -43,6 +43,7 @@
 #define NORM_BWD_IMPLEMENTATION
 #include "norm_bwd.h"
 #include "onednn.h"
+#include "bench_util.h"
 
 #include <float.h>
 #include <math.h>
@@ -64,31 +65,6 @@
 #define MAX_ROWS 1024
 
 /* ------------------------------------------------------------ utilities */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void *xalloc(size_t bytes) {
-    void *p = NULL;
-    if (bytes == 0) bytes = 64;
-    if (posix_memalign(&p, 64, (bytes + 63) / 64 * 64) != 0 || !p) {
-        fprintf(stderr, "nbwd_bench: out of memory (%.1f MiB)\n", (double)bytes / 1048576.0);
-        exit(2);
-    }
-    return p;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-static double median_of(double *v, int n) { /* sorts v */
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double urand(void) { /* [0, 1) */
     rng_state ^= rng_state << 13;
