@@ -2123,8 +2123,10 @@ NBWD__KFN NBWD__K(nbwd__coef) NBWD__K(nbwd__coef_of)(float xm, float xs, float m
     c.mg = NBWD__V_SET1(mg); c.mgx = NBWD__V_SET1(mgx); c.scale = NBWD__V_SET1(scale);
     return c;
 }
-#define NBWD__XHAT(c, x) NBWD__V_MUL(NBWD__V_SUB(x, (c)->xm), (c)->xs)
-#define NBWD__DX(c, g, xh) NBWD__V_MUL(NBWD__V_SUB(g, NBWD__V_FMA(xh, (c)->mgx, (c)->mg)), (c)->scale)
+#define NBWD__XHAT_OF(x, xm, xs) NBWD__V_MUL(NBWD__V_SUB(x, xm), xs)
+#define NBWD__DX_OF(g, xh, mg, mgx, scale) NBWD__V_MUL(NBWD__V_SUB(g, NBWD__V_FMA(xh, mgx, mg)), scale)
+#define NBWD__XHAT(c, x) NBWD__XHAT_OF(x, (c)->xm, (c)->xs)
+#define NBWD__DX(c, g, xh) NBWD__DX_OF(g, xh, (c)->mg, (c)->mgx, (c)->scale)
 
 /* A row's sums, sum g and sum g * xhat, in two chains of vectors (two
    chains hide the add latency). */
@@ -2533,22 +2535,24 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__co
 
 /* BatchNorm NXC: one vector of a row of all channels, each channel with its
    own coefficients. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt, int64_t j, int lanes) {
+    return NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes),
+                         NBWD__K(nbwd__load)(ch.xs + j, lanes));
+}
 NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, int dt, int64_t j,
                                             int lanes) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
-    NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes)),
-                             NBWD__K(nbwd__load)(ch.xs + j, lanes));
+    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
     NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
     NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
 }
 NBWD__KFN void NBWD__K(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
                                            int lanes, int stream) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
-    NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes)),
-                             NBWD__K(nbwd__load)(ch.xs + j, lanes));
-    NBWD__V t = NBWD__V_FMA(xh, NBWD__K(nbwd__load)(ch.mgx + j, lanes), NBWD__K(nbwd__load)(ch.mg + j, lanes));
-    NBWD__K(nbwd__store_data)(dx, j, lanes, dt,
-                              NBWD__V_MUL(NBWD__V_SUB(vdy, t), NBWD__K(nbwd__load)(ch.scale + j, lanes)), stream);
+    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
+    NBWD__V out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
+                              NBWD__K(nbwd__load)(ch.scale + j, lanes));
+    NBWD__K(nbwd__store_data)(dx, j, lanes, dt, out, stream);
 }
 
 /* A batch of BatchNorm NXC rows (every channel in each row): the column
@@ -2603,16 +2607,16 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
             int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__LAYER_HAS_STREAM);
             NBWD__EACH_VEC(v, {
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
-                NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v]),
-                                         vxs[v]);
-                NBWD__V out = NBWD__V_MUL(NBWD__V_SUB(vdy, NBWD__V_FMA(xh, vmgx[v], vmg[v])), vscale[v]);
-                NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out, (v + 1) * NBWD__VW <= nt_end);
+                NBWD__V xh =
+                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
+                NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
+                                          NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
             });
         } else {
             NBWD__EACH_VEC(v, {
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
-                NBWD__V xh = NBWD__V_MUL(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v]),
-                                         vxs[v]);
+                NBWD__V xh =
+                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
                 acc_dg[v] = NBWD__V_FMA(vdy, xh, acc_dg[v]);
                 acc_db[v] = NBWD__V_ADD(vdy, acc_db[v]);
             });
@@ -2782,6 +2786,8 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__K16
 #undef NBWD__K
 #undef NBWD__KFN
+#undef NBWD__XHAT_OF
+#undef NBWD__DX_OF
 #undef NBWD__XHAT
 #undef NBWD__DX
 #undef NBWD__EACH_VEC
