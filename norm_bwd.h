@@ -1790,15 +1790,14 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
     }
 }
 
-/* NCX: the planes of channels [c0, c1) of batch entry n, as the kernels
-   see them (the reduce or the apply part the caller's). */
-static nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
+/* NCX: the planes of channels [c0, c1) as the kernels see them, less the
+   batch entry (nbwd__ncx_seek) and the reduce or apply part (the caller's).
+   Built once per run of entries: planes of a few dozen elements make the
+   per-entry cost count. */
+NBWD__INLINE nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, int64_t c1) {
     const nbwd__bn_plan *p = r->p;
-    int64_t esz = (int64_t)nbwd__esize(p->dt);
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
     pl.dt = p->dt;
     pl.n = p->S;
     pl.count = c1 - c0;
@@ -1808,6 +1807,14 @@ static nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, int64_t 
     pl.xs = r->xs + c0;
     return pl;
 }
+/* x, dy (and dx, for the apply) of those planes in batch entry n */
+NBWD__INLINE void nbwd__ncx_seek(const nbwd__bn_run *r, nbwd__planes *pl, int64_t c0, int64_t n) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    pl->x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+    pl->dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+    if (pl->mg) pl->dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+}
 
 /* NCX: channels [c0, c1), batch entries [k * n_per_chunk, ...): one partial
    each. The planes go in memory order (batch entry outer, channel inner), so
@@ -1816,31 +1823,34 @@ static nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, int64_t 
 static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t k) {
     const nbwd__bn_plan *p = r->p;
     int64_t n = k * p->n_per_chunk, end = n + p->n_per_chunk, c;
+    nbwd__planes pl = nbwd__ncx_planes(r, c0, c1);
     float *part;
     if (end > p->N) end = p->N;
     for (c = c0; c < c1; ++c) {
         part = r->partials + (c * p->nchunks + k) * 2;
         part[0] = part[1] = 0.0f;
     }
+    pl.sums = r->partials + (c0 * p->nchunks + k) * 2;
+    pl.sums_step = p->nchunks * 2;
     for (; n < end; ++n) {
-        nbwd__planes pl = nbwd__ncx_planes(r, c0, c1, n);
-        pl.sums = r->partials + (c0 * p->nchunks + k) * 2;
-        pl.sums_step = p->nchunks * 2;
+        nbwd__ncx_seek(r, &pl, c0, n);
         r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
     }
 }
 
-/* NCX: dx of channels [c0, c1), batch entry n (not fenced). */
-static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n) {
-    const nbwd__bn_plan *p = r->p;
-    nbwd__planes pl = nbwd__ncx_planes(r, c0, c1, n);
-    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * (int64_t)nbwd__esize(p->dt);
-    pl.dx_step = p->st[2][1];
+/* NCX: dx of channels [c0, c1), batch entries n1 - 1 down to n0 (not
+   fenced). */
+static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n0, int64_t n1) {
+    nbwd__planes pl = nbwd__ncx_planes(r, c0, c1);
+    pl.dx_step = r->p->st[2][1];
     pl.mg = r->mg + c0;
     pl.mgx = r->mgx + c0;
     pl.scale = r->scale + c0;
     pl.stream = r->stream;
-    r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
+    while (n1-- > n0) {
+        nbwd__ncx_seek(r, &pl, c0, n1);
+        r->k->planes_apply[NBWD__DATA16(r->p->dt)](&pl);
+    }
 }
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
@@ -1853,19 +1863,24 @@ static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
    dx goes from the last batch entry to the first: where the block is larger
    than L2, the entries reduced last are the ones still in it. */
 static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cblock) {
-    int64_t k, n, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
+    int64_t k, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
     for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
     for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
     if (r->want_dx) {
-        for (n = r->p->N; n-- > 0;) nbwd__bn_ncx_apply(r, c0, c1, n);
+        nbwd__bn_ncx_apply(r, c0, c1, 0, r->p->N);
         if (r->stream) r->k->fence();
     }
 }
 
-/* NCX: dx of planes [first, last), plane i = (channel i / N, entry i % N). */
+/* NCX: dx of planes [first, last), plane i = (channel i / N, entry i % N):
+   a run of entries per channel. */
 static void nbwd__bn_ncx_apply_planes(const nbwd__bn_run *r, int64_t first, int64_t last) {
-    int64_t i, N = r->p->N;
-    for (i = first; i < last; ++i) nbwd__bn_ncx_apply(r, i / N, i / N + 1, i % N);
+    int64_t i = first, N = r->p->N;
+    while (i < last) {
+        int64_t c = i / N, n0 = i % N, n1 = N - n0 < last - i ? N : n0 + (last - i);
+        nbwd__bn_ncx_apply(r, c, c + 1, n0, n1);
+        i += n1 - n0;
+    }
     if (r->stream) r->k->fence();
 }
 
