@@ -344,7 +344,7 @@ static int parse_shape(const char *s, problem *p) {
     }
     if (!strncmp(s, "bn-ncx:", 7) || !strncmp(s, "bn-nxc:", 7)) {
         p->bn = 1;
-        p->layout = s[5] == 'c' ? NBWD_NCX : NBWD_NXC;
+        p->layout = s[4] == 'c' ? NBWD_NCX : NBWD_NXC; /* bn-nCx or bn-nXc */
         snprintf(buf, sizeof buf, "%s", s + 7);
         for (tok = strtok_r(buf, "x", &save); tok && p->rank < NBWD_MAX_RANK; tok = strtok_r(NULL, "x", &save))
             p->dims[p->rank++] = atoll(tok);
