@@ -2386,6 +2386,7 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols
         if (nv > 3) { const int v = 3; __VA_ARGS__ } \
     } while (0)
 #define NBWD__NARROW_VECS 4
+#define NBWD__ZERO_VECS(a) ((a)[0] = (a)[1] = (a)[2] = (a)[3] = NBWD__V_ZERO())
 
 /* Narrow LayerNorm rows, nv <= NBWD__NARROW_VECS vectors (the last partial
    when n % VW): each row is loaded once and kept in registers for its sums
@@ -2590,8 +2591,12 @@ NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
     }
     if (r->dx && r->stream) NBWD__V_FENCE();
 }
-/* Rows of at most NBWD__NARROW_VECS vectors (nv a constant): the per-channel
-   coefficients and the column partials stay in registers for the batch.
+/* Rows of at most NBWD__NARROW_VECS vectors: the per-channel coefficients
+   and the column partials stay in registers for the batch (through memory,
+   each row's update of a partial waits for the previous row's store of it,
+   and a masked store does not forward to the next row's masked load: 16-bit
+   rows of 8 channels measured 3.4x slower). nv, the row's vectors, is a
+   run-time count here (one copy; within the noise of a copy per count).
    The operations of bn_rows_body in its order, so the same bits. */
 NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
@@ -2600,6 +2605,10 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
     NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
     NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
     const nbwd__chans ch = r->chans;
+    /* every element set (what a pass does not load stays unused), with
+       constant indices, so the arrays stay in registers */
+    NBWD__ZERO_VECS(vxm); NBWD__ZERO_VECS(vxs); NBWD__ZERO_VECS(acc_dg); NBWD__ZERO_VECS(acc_db);
+    NBWD__ZERO_VECS(vmg); NBWD__ZERO_VECS(vmgx); NBWD__ZERO_VECS(vscale);
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v, {
         vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
@@ -2608,11 +2617,9 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
             vmg[v] = NBWD__K(nbwd__load)(ch.mg + v * NBWD__VW, NBWD__LANES(v));
             vmgx[v] = NBWD__K(nbwd__load)(ch.mgx + v * NBWD__VW, NBWD__LANES(v));
             vscale[v] = NBWD__K(nbwd__load)(ch.scale + v * NBWD__VW, NBWD__LANES(v));
-            acc_dg[v] = acc_db[v] = NBWD__V_ZERO();
         } else {
             acc_dg[v] = NBWD__K(nbwd__load)(ch.dg + v * NBWD__VW, NBWD__LANES(v));
             acc_db[v] = NBWD__K(nbwd__load)(ch.db + v * NBWD__VW, NBWD__LANES(v));
-            vmg[v] = vmgx[v] = vscale[v] = NBWD__V_ZERO();
         }
     });
     for (i = 0; i < r->count; ++i) {
@@ -2684,9 +2691,11 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
    data (dt bf16 or f16, known not to be f32: the f32-only branches drop
    out). A layer that differs from its base only in the bf16 narrowing
    compiles the bf16 kernels alone and hands f16 to the base's (SHARE). A
-   narrow row's width in vectors picks a copy with that many in registers;
-   16-bit BatchNorm rows are not worth the copies (NARROW_BN). */
-#define NBWD__ENTRIES(SUF, DT, NARROW_LN, NARROW_BN, SHARE)                                                  \
+   narrow LayerNorm row's width in vectors picks a copy with that many in
+   registers (NARROW_LN); a narrow BatchNorm row takes the one narrow body
+   where it measured faster than the row body (NARROW_BN: f32 rows, and
+   16-bit rows on 16 lanes; avx2's bf16 rows were slower with it). */
+#define NBWD__ENTRIES(SUF, DT, NARROW_LN, NARROW_BN, SHARE)                                                 \
     NBWD__NARROW_COPY(SUF, DT, 1)                                                                           \
     NBWD__NARROW_COPY(SUF, DT, 2)                                                                           \
     NBWD__NARROW_COPY(SUF, DT, 3)                                                                           \
@@ -2723,13 +2732,9 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
             NBWD__CAT(nbwd__bn_rows_##SUF, NBWD__KBASE)(r);                                                 \
             return;                                                                                         \
         }                                                                                                   \
-        switch (NARROW_BN ? (r->n + NBWD__VW - 1) / NBWD__VW : 0) {                                         \
-        case 1: NBWD__K(nbwd__bn_narrow_body)(r, DT, 1); break;                                             \
-        case 2: NBWD__K(nbwd__bn_narrow_body)(r, DT, 2); break;                                             \
-        case 3: NBWD__K(nbwd__bn_narrow_body)(r, DT, 3); break;                                             \
-        case 4: NBWD__K(nbwd__bn_narrow_body)(r, DT, 4); break;                                             \
-        default: NBWD__K(nbwd__bn_rows_body)(r, DT); break;                                                 \
-        }                                                                                                   \
+        if (NARROW_BN && r->n <= NBWD__NARROW_VECS * NBWD__VW)                                              \
+            NBWD__K(nbwd__bn_narrow_body)(r, DT, (int)((r->n + NBWD__VW - 1) / NBWD__VW));                  \
+        else NBWD__K(nbwd__bn_rows_body)(r, DT);                                                            \
     }                                                                                                       \
     static NBWD__KTARGET void NBWD__K(nbwd__planes_reduce_##SUF)(const nbwd__planes *p) {                  \
         int dt = p->dt;                                                                                     \
@@ -2742,12 +2747,12 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
         else NBWD__K(nbwd__planes_apply_body)(p, DT);                                                       \
     }
 #if NBWD__LAYER_F32
-NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
+NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__LAYER_NARROW_ROWS, 0)
 #endif
 #if NBWD__LAYER_16BIT == 2
-NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD_F16), NBWD__LAYER_NARROW_ROWS, 0, 0)
+NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD_F16), NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
 #elif NBWD__LAYER_16BIT == 1
-NBWD__ENTRIES(16, NBWD_BF16, NBWD__LAYER_NARROW_ROWS, 0, 1)
+NBWD__ENTRIES(16, NBWD_BF16, NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 1)
 #endif
 #undef NBWD__ENTRIES
 #undef NBWD__NARROW_COPY
@@ -2807,6 +2812,7 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__DX
 #undef NBWD__EACH_VEC
 #undef NBWD__NARROW_VECS
+#undef NBWD__ZERO_VECS
 #undef NBWD__KEEP_COLS
 #undef NBWD__KEEP_XH
 #undef NBWD__KPF
