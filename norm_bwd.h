@@ -220,7 +220,7 @@
    to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
    BFCVTN, Armv8.6 BF16). The sse path runs f32 data in SSE2 and hands
    bf16/f16 data to the scalar kernels (CPUs without AVX2 seldom meet 16-bit
-   training data; its own 16-bit kernels cost a fifth of every build's
+   training data; its own 16-bit kernels cost a tenth of every build's
    compile time). All give the same bf16 bits as their narrowing would
    without special instructions (VCVTNEPS2BF16 flushes f32 denormals, so
    vectors holding one, found by VFPCLASSPS, take the integer rounding); all
