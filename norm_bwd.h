@@ -2594,10 +2594,10 @@ NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
 /* Rows of at most NBWD__NARROW_VECS vectors: the per-channel coefficients
    and the column partials stay in registers for the batch (through memory,
    each row's update of a partial waits for the previous row's store of it,
-   and a masked store does not forward to the next row's masked load: 16-bit
-   rows of 8 channels measured 3.4x slower). nv, the row's vectors, is a
-   run-time count here (one copy; within the noise of a copy per count).
-   The operations of bn_rows_body in its order, so the same bits. */
+   and a masked store does not forward to the next row's masked load). nv,
+   the row's vectors, is a run-time count here: one copy, as fast as a copy
+   per count (bench/NOTES.md). The operations of bn_rows_body in its order,
+   so the same bits. */
 NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
