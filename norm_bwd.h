@@ -117,14 +117,28 @@
    data tensor may have any strides (also negative or zero for inputs) on its
    outer dims; the normalized block (LayerNorm: dims [axis, rank); BatchNorm
    NCX: the spatial dims; NXC: C) must be dense, else NBWD_ERR_BAD_STRIDES.
+   BatchNorm [N, C] (rank 2, either layout) takes any strides on both dims:
+   channels that are not dense (a column-major tensor) are copied through
+   small tiles, several times slower than dense ones.
    Statistics and parameter tensors may have any strides on all their dims.
+   Strides never change results: the algorithm and every reduction order
+   depend on the shape and dtypes alone, so any layout of any tensor gives
+   the bits of the dense call.
    Outputs must not overlap themselves (NBWD_ERR_BAD_STRIDES).
    diff_src may be the very same tensor as diff_dst, src or xhat (same pointer
-   and strides: in-place backward). Any other overlap between an output and
-   any other tensor is NBWD_ERR_BAD_ALIAS.
+   and strides: in-place backward). An output that shares a byte with any
+   other tensor is NBWD_ERR_BAD_ALIAS. Tensors may interleave without
+   sharing a byte (diff_gamma and diff_beta at p and p + 1 with stride 2;
+   diff_src rows between diff_dst rows): this is checked element by element
+   where the two have the same dims, element size and strides; otherwise
+   their byte ranges (lowest to highest element) must not overlap. Inputs a
+   call does not read are not checked: beta; LayerNorm's gamma without
+   diff_src; BatchNorm's gamma without diff_gamma/diff_beta.
    A dimension of size 0 is allowed: no rows (or no batch) gives diff_gamma =
    diff_beta = 0 (or leaves them unchanged in accumulate mode); tensors with
-   no elements may be NULL.
+   no elements may be NULL (or any pointer: they are not touched). An empty
+   problem needs no workspace (the size query returns 0) and allocates
+   nothing, whatever its other dims.
 
    ============================================================================
    FLAGS
@@ -282,7 +296,7 @@ extern "C" {
     X(NBWD_ERR_BAD_SHAPE, "invalid shape (negative dimension or element count overflow)")     \
     X(NBWD_ERR_BAD_DTYPE, "unsupported data type or data type combination")                   \
     X(NBWD_ERR_BAD_STRIDES, "invalid strides (normalized block not dense, or output overlaps itself)") \
-    X(NBWD_ERR_BAD_ALIAS, "an output overlaps another tensor (only diff_src == diff_dst/src/xhat exactly is allowed)") \
+    X(NBWD_ERR_BAD_ALIAS, "an output shares bytes with another tensor (diff_src may be exactly diff_dst, src or xhat)") \
     X(NBWD_ERR_INSUFFICIENT_WORKSPACE, "workspace smaller than the size query returned")      \
     X(NBWD_ERR_OUT_OF_MEMORY, "workspace allocation failed")                                  \
     X(NBWD_ERR_UNSUPPORTED, "not supported by this build or machine (ISA path, or no GPU/driver)") \
@@ -342,7 +356,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
     /* The parameter tensors, shape dims[axis..rank): rank - axis entries each
        (entry k for dim axis + k), any strides; NULL means dense. */
     const int64_t *gamma_strides;
-    const int64_t *beta_strides;     /* beta is never read: its extent is checked for aliasing */
+    const int64_t *beta_strides;     /* beta is never read (nor checked for aliasing) */
     const int64_t *diff_gamma_strides;
     const int64_t *diff_beta_strides;
 } nbwd_layer_norm_bwd_desc;
@@ -1102,19 +1116,80 @@ static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, 
     return 1;
 }
 
-/* An address interval; empty when p is NULL or the tensor has no elements. */
-typedef struct nbwd__span { uintptr_t lo, hi; } nbwd__span;
-static nbwd__span nbwd__span_at(const void *p, int64_t lo, int64_t hi) {
+/* The bytes a tensor covers: its address interval, and its element layout
+   (the dims > 1 with their |strides| in bytes, the largest stride first,
+   and how far each dim's inner dims reach) for telling interleaved tensors
+   apart from overlapping ones. Empty when p is NULL or there is no element. */
+typedef struct nbwd__span {
+    uintptr_t lo, hi;
+    int nd;
+    int64_t esz, dims[NBWD_MAX_RANK], st[NBWD_MAX_RANK], reach[NBWD_MAX_RANK];
+} nbwd__span;
+/* rank, dims, st (elements): a layout whose extent check passed */
+static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
     nbwd__span s;
-    s.lo = s.hi = 0;
-    if (p && hi > lo) {
-        s.lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
-        s.hi = (uintptr_t)p + (uintptr_t)hi;
+    int64_t lo, hi, reach;
+    int d, i, j;
+    memset(&s, 0, sizeof s);
+    nbwd__extent(rank, dims, st, esz, &lo, &hi);
+    if (!p || hi <= lo) return s;
+    s.lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
+    s.hi = (uintptr_t)p + (uintptr_t)hi;
+    s.esz = (int64_t)esz;
+    for (d = 0; d < rank; ++d) {
+        if (dims[d] <= 1) continue;
+        s.dims[s.nd] = dims[d];
+        s.st[s.nd] = (st[d] < 0 ? -st[d] : st[d]) * s.esz;
+        ++s.nd;
+    }
+    for (i = 1; i < s.nd; ++i) /* insertion sort, largest stride first */
+        for (j = i; j > 0 && s.st[j] > s.st[j - 1]; --j) {
+            int64_t t = s.st[j]; s.st[j] = s.st[j - 1]; s.st[j - 1] = t;
+            t = s.dims[j]; s.dims[j] = s.dims[j - 1]; s.dims[j - 1] = t;
+        }
+    for (reach = s.esz, d = s.nd - 1; d >= 0; --d) { /* bounded: the extent check passed */
+        s.reach[d] = reach;
+        reach += s.st[d] * (s.dims[d] - 1);
     }
     return s;
 }
-static int nbwd__overlap(nbwd__span a, nbwd__span b) {
-    return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
+    return a->lo < a->hi && b->lo < b->hi && a->lo < b->hi && b->lo < a->hi;
+}
+static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+/* Two tensors of layout s whose lowest elements are d bytes apart: does an
+   element of one share a byte with one of the other, looking at dims k and
+   inside? A dim's slabs (its index fixed) reach no further than its stride
+   (else the answer is a cautious yes), so at most two slabs of the other
+   tensor meet each slab: those are followed inwards. */
+static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
+    int64_t m, lo, hi, S, E;
+    if (k == s->nd) return d > -s->esz && d < s->esz;
+    S = s->st[k];
+    E = s->reach[k];
+    if (E > S) return 1;
+    /* the slab offsets m * S (|m| < dims[k]) with -E < d + m * S < E */
+    lo = nbwd__floor_div(-E - d, S) + 1;
+    hi = -nbwd__floor_div(d - E, S) - 1;
+    if (lo < 1 - s->dims[k]) lo = 1 - s->dims[k];
+    if (hi > s->dims[k] - 1) hi = s->dims[k] - 1;
+    for (m = lo; m <= hi; ++m)
+        if (nbwd__layout_meets(s, k + 1, d + m * S)) return 1;
+    return 0;
+}
+/* Do a and b share a byte? Exactly where both have the same layout (one
+   tensor interleaved with another, such as diff_gamma and diff_beta at p and
+   p + 1 with stride 2); otherwise by their intervals. */
+static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
+    int d;
+    if (!nbwd__overlap(a, b)) return 0;
+    if (a->nd != b->nd || a->esz != b->esz) return 1;
+    for (d = 0; d < a->nd; ++d)
+        if (a->dims[d] != b->dims[d] || a->st[d] != b->st[d]) return 1;
+    /* the intervals overlap, so |b->lo - a->lo| is below either extent */
+    return nbwd__layout_meets(a, 0, b->lo >= a->lo ? (int64_t)(b->lo - a->lo) : -(int64_t)(a->lo - b->lo));
 }
 /* The same tensor: same base and the same stride on every dim that matters. */
 static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
@@ -1135,7 +1210,7 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const i
     for (i = 0; i < count; ++i) {
         if (!is_output[i]) continue;
         for (j = 0; j < count; ++j)
-            if (j != i && nbwd__overlap(spans[i], spans[j]) && !(exact && exact[i][j])) return NBWD_ERR_BAD_ALIAS;
+            if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j])) return NBWD_ERR_BAD_ALIAS;
     }
     return NBWD_OK;
 }
@@ -1353,9 +1428,7 @@ static int64_t nbwd__param_off(const nbwd__params *q, int t, int64_t j) {
     return off;
 }
 static nbwd__span nbwd__param_span(const nbwd__params *q, int t, const void *ptr, int pdt) {
-    int64_t lo, hi;
-    nbwd__extent(q->nd, q->dims, q->st[t], nbwd__esize(pdt), &lo, &hi);
-    return nbwd__span_at(ptr, lo, hi);
+    return nbwd__span_of(ptr, q->nd, q->dims, q->st[t], nbwd__esize(pdt));
 }
 /* diff_gamma or diff_beta (t) = v (or += v), n elements. */
 static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int pdt, const float *v, int64_t n,
@@ -1448,6 +1521,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
 
     nbwd__row_blocking(p->rows, p->n, &p->rows_per_block, &p->nblocks);
     p->ws_bytes = 0;
+    if (p->rows == 0 || p->n == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
     /* gamma as dense f32 for the kernels (converted, gathered, or ones
        without affine), first: a dx-only call needs no more */
     p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
@@ -1469,7 +1543,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bw
 static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
                                        const nbwd_layer_norm_bwd_args *a) {
     nbwd_status s;
-    int64_t total = p->rows * p->n, lo, hi, outer_dims[NBWD_MAX_RANK];
+    int64_t total = p->rows * p->n, outer_dims[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt);
     const void *x = nbwd__x_of(p->form, a->src, a->xhat);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
@@ -1486,27 +1560,22 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
         return NBWD_ERR_BAD_STRIDES;
 
-    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 beta, 7 dgamma, 8 dbeta */
-    nbwd__extent(p->rank, d->dims, p->st[NBWD__TX], esz, &lo, &hi);
-    sp[0] = nbwd__span_at(x, lo, hi);
-    nbwd__extent(p->rank, d->dims, p->st[NBWD__TDY], esz, &lo, &hi);
-    sp[1] = nbwd__span_at(a->diff_dst, lo, hi);
-    nbwd__extent(p->rank, d->dims, p->st[NBWD__TDX], esz, &lo, &hi);
-    sp[2] = nbwd__span_at(a->diff_src, lo, hi);
-    nbwd__extent(p->axis, d->dims, p->st[NBWD__TMEAN], sesz, &lo, &hi);
-    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, lo, hi);
-    nbwd__extent(p->axis, d->dims, p->st[NBWD__TVAR], sesz, &lo, &hi);
-    sp[4] = nbwd__span_at(spread, lo, hi);
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, p->affine ? a->gamma : NULL, p->pdt);
-    sp[6] = nbwd__param_span(&p->par, NBWD__PB, p->affine ? a->beta : NULL, p->pdt);
-    sp[7] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[8] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    out[2] = out[7] = out[8] = 1;
+    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
+    sp[0] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__TX], esz);
+    sp[1] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__TDY], esz);
+    sp[2] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__TDX], esz);
+    sp[3] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, p->axis, d->dims, p->st[NBWD__TMEAN], sesz);
+    sp[4] = nbwd__span_of(spread, p->axis, d->dims, p->st[NBWD__TVAR], sesz);
+    /* gamma is read only for diff_src; beta never: inputs not read are not checked */
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, p->affine && a->diff_src ? a->gamma : NULL, p->pdt);
+    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    out[2] = out[6] = out[7] = 1;
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_dst, p->st[NBWD__TDY],
                                                  p->rank, d->dims);
-    return nbwd__check_alias(9, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    return nbwd__check_alias(8, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* One block of rows: dx for each row, and this block's partial column sums.
@@ -1582,6 +1651,8 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     own = p.ws_bytes;
     if (!args->diff_gamma && !args->diff_beta)
         own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] ? 0 : p.ws_partials_at + NBWD__WS_ALIGN;
+    if (p.rows == 0 || p.n == 0 || (!args->diff_src && !args->diff_gamma && !args->diff_beta))
+        own = 0; /* nothing to compute */
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     n = p.n;
@@ -1629,7 +1700,9 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
 
 /* ------------------------------------------------------------ BatchNorm */
 typedef struct nbwd__bn_plan {
-    int rank, dt, sdt, pdt, form, accumulate, nxc; /* nxc: channels are the dense inner dim */
+    int rank, dt, sdt, pdt, form, accumulate;
+    int nxc;    /* the row algorithm: channels are the dense inner dim */
+    int gather; /* [N, C] with a channel stride other than 1: rows through dense tiles */
     float eps;
     int64_t N, C, S, M;                     /* batch, channels, spatial size, N * S */
     int64_t st[3][NBWD_MAX_RANK];           /* x, dy, dx */
@@ -1691,11 +1764,16 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         const int64_t *given = t == 0 ? d->src_strides : t == 1 ? d->diff_dst_strides : d->diff_src_strides;
         nbwd__strides(r, d->dims, given, p->st[t]);
     }
-    /* [N, C] reads the same in both layouts: with C dense everywhere, take the
-       row (NXC) algorithm, which vectorizes across channels. */
-    if (r == 2 && (d->dims[1] <= 1 || (p->st[0][1] == 1 && p->st[1][1] == 1 && p->st[2][1] == 1))) p->nxc = 1;
+    /* [N, C] reads the same in both layouts and always takes the row (NXC)
+       algorithm, which vectorizes across channels: the algorithm, and with
+       it every bit, depends on the shape alone. Channels that are not dense
+       in some tensor reach the same kernels through dense tiles. */
+    if (r == 2) {
+        p->nxc = 1;
+        p->gather = d->dims[1] > 1 && (p->st[0][1] != 1 || p->st[1][1] != 1 || p->st[2][1] != 1);
+    }
     for (t = 0; t < 3; ++t) {
-        if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
+        if (!p->gather && !nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
         if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
     }
     {
@@ -1709,6 +1787,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
             return NBWD_ERR_BAD_STRIDES;
     }
     p->ws_bytes = 0;
+    if (p->M == 0 || p->C == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
     p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
     if (p->nxc) {
         p->rows = p->M;
@@ -1741,7 +1820,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bw
 static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
                                        const nbwd_batch_norm_bwd_args *a) {
     nbwd_status s;
-    int64_t total = p->M * p->C, lo, hi, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
+    int64_t total = p->M * p->C, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt);
     const void *x = nbwd__x_of(p->form, a->src, a->xhat);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
@@ -1753,21 +1832,24 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
                                     p->C)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return NBWD_ERR_NULL_POINTER;
-    /* outer dims of dx: NXC all but C; NCX N and C around the dense plane */
-    for (i = 0; i < (p->nxc ? p->rank - 1 : 2); ++i) { od[nod] = d->dims[i]; os[nod] = p->st[2][i]; ++nod; }
-    if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->nxc ? p->C : p->S)) return NBWD_ERR_BAD_STRIDES;
+    /* outer dims of dx: NXC all but C; NCX (and gathered [N, C]) N and C
+       around the dense plane */
+    for (i = 0; i < (p->nxc && !p->gather ? p->rank - 1 : 2); ++i) {
+        od[nod] = d->dims[i];
+        os[nod] = p->st[2][i];
+        ++nod;
+    }
+    if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
+        return NBWD_ERR_BAD_STRIDES;
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
-    for (i = 0; i < 3; ++i) {
-        const void *ptr = i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src;
-        nbwd__extent(p->rank, d->dims, p->st[i], esz, &lo, &hi);
-        sp[i] = nbwd__span_at(ptr, lo, hi);
-    }
-    nbwd__extent(1, &p->C, &p->mean_st, nbwd__esize(p->sdt), &lo, &hi);
-    sp[3] = nbwd__span_at(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, lo, hi);
-    nbwd__extent(1, &p->C, &p->var_st, nbwd__esize(p->sdt), &lo, &hi);
-    sp[4] = nbwd__span_at(spread, lo, hi);
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, a->gamma, p->pdt);
+    for (i = 0; i < 3; ++i)
+        sp[i] = nbwd__span_of(i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src, p->rank, d->dims, p->st[i], esz);
+    sp[3] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 1, &p->C, &p->mean_st,
+                          nbwd__esize(p->sdt));
+    sp[4] = nbwd__span_of(spread, 1, &p->C, &p->var_st, nbwd__esize(p->sdt));
+    /* gamma is read only for diff_gamma/diff_beta: inputs not read are not checked */
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
     sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
     sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     out[2] = out[6] = out[7] = 1;
@@ -1884,6 +1966,64 @@ static void nbwd__bn_ncx_apply_planes(const nbwd__bn_run *r, int64_t first, int6
     if (r->stream) r->k->fence();
 }
 
+/* [N, C] whose channels are not dense in x, dy or dx: the rows of block b
+   go to the same kernels through dense tiles of NBWD__TILE_ROWS rows by
+   NBWD__TILE_CHANS channels (x and dy gathered; dx written over the x tile,
+   as in-place calls do, and scattered). The kernels work lane by lane and
+   each channel still takes the block's rows in order, so the results are
+   bitwise those of dense tensors. The copies run down each channel's
+   column: a column-major (transposed) tensor, the usual reason for such
+   strides, is read along its memory. */
+#define NBWD__TILE_ROWS NBWD__ROW_BATCH /* each channel read in runs of 64 rows: whole lines */
+#define NBWD__TILE_CHANS 16
+static void nbwd__tile_copy(void *dst, int64_t dst_row, int64_t dst_col, const void *src, int64_t src_row,
+                            int64_t src_col, int64_t rows, int64_t cols, int64_t esz) {
+    int64_t i, j;
+    if (esz == 4) {
+        for (j = 0; j < cols; ++j)
+            for (i = 0; i < rows; ++i)
+                ((uint32_t *)dst)[i * dst_row + j * dst_col] = ((const uint32_t *)src)[i * src_row + j * src_col];
+    } else {
+        for (j = 0; j < cols; ++j)
+            for (i = 0; i < rows; ++i)
+                ((uint16_t *)dst)[i * dst_row + j * dst_col] = ((const uint16_t *)src)[i * src_row + j * src_col];
+    }
+}
+static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t row0 = b * p->rows_per_block, end = row0 + p->rows_per_block, C = p->C, c0, row, i, w;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    float xt[NBWD__TILE_ROWS * NBWD__TILE_CHANS], dyt[NBWD__TILE_ROWS * NBWD__TILE_CHANS]; /* 16-bit: half used */
+    nbwd__rows batch;
+    if (end > p->rows) end = p->rows;
+    memset(&batch, 0, sizeof batch);
+    batch.x = (const char *)xt;
+    batch.dy = (const char *)dyt;
+    batch.dx = apply ? (char *)xt : NULL;
+    batch.dt = p->dt;
+    if (!apply) memset(r->partials + b * 2 * C, 0, (size_t)C * 2 * 4);
+    for (c0 = 0; c0 < C; c0 += NBWD__TILE_CHANS) {
+        w = C - c0 < NBWD__TILE_CHANS ? C - c0 : NBWD__TILE_CHANS;
+        batch.n = w;
+        batch.chans.xm = r->xm + c0; batch.chans.xs = r->xs + c0;
+        batch.chans.mg = r->mg + c0; batch.chans.mgx = r->mgx + c0; batch.chans.scale = r->scale + c0;
+        batch.chans.dg = r->partials + b * 2 * C + c0;
+        batch.chans.db = batch.chans.dg + C;
+        for (row = row0; row < end; row += batch.count) {
+            batch.count = end - row < NBWD__TILE_ROWS ? end - row : NBWD__TILE_ROWS;
+            for (i = 0; i < batch.count; ++i) batch.x_off[i] = batch.dy_off[i] = batch.dx_off[i] = i * w;
+            nbwd__tile_copy(xt, w, 1, r->x + (row * p->st[0][0] + c0 * p->st[0][1]) * esz, p->st[0][0], p->st[0][1],
+                            batch.count, w, esz);
+            nbwd__tile_copy(dyt, w, 1, r->dy + (row * p->st[1][0] + c0 * p->st[1][1]) * esz, p->st[1][0],
+                            p->st[1][1], batch.count, w, esz);
+            r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+            if (apply)
+                nbwd__tile_copy(r->dx + (row * p->st[2][0] + c0 * p->st[2][1]) * esz, p->st[2][0], p->st[2][1], xt,
+                                w, 1, batch.count, w, esz);
+        }
+    }
+}
+
 /* NXC: rows of all C channels; pass 1 fills block partials, pass 2 writes dx.
    Rows go to the kernel in batches, as for LayerNorm. */
 static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
@@ -1891,6 +2031,10 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C, i;
     nbwd__rows batch;
     nbwd__cursor cur;
+    if (p->gather) {
+        nbwd__bn_tiles(r, b, apply);
+        return;
+    }
     if (end > p->rows) end = p->rows;
     memset(&batch, 0, sizeof batch);
     batch.x = r->x;
@@ -1941,7 +2085,10 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     if ((s = nbwd__bn_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
-    if ((s = nbwd__get_workspace(p.ws_bytes, p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
+    if ((s = nbwd__get_workspace(p.ws_bytes,
+                                 p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0,
+                                 workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
+        return s;
     /* Everything is validated: from here on outputs are written. */
     C = p.C;
     r.p = &p;

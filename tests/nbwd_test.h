@@ -32,6 +32,7 @@ void test_batch_norm(void);
 void test_status(void);
 void test_determinism(void);
 void test_bounds(void); /* test_bounds.c: tails ending at a PROT_NONE page */
+void test_layouts(void); /* test_layouts.c: strides never change bits; empty problems; interleaving */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define T_PRINTF(a, b) __attribute__((format(printf, a, b)))

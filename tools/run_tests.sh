@@ -105,9 +105,10 @@ env_isa() {
 native() {
     for isa in scalar sse avx2 avx512 avx512_bf16; do run "native $isa" "$B/nbwd_tests" --isa $isa "$@"; done
     run "native auto" "$B/nbwd_tests" --isa auto --quick
-    # the GNU C build: determinism on the paths where an FMA could be contracted
+    # the GNU C build: determinism (and strides never changing bits) on the
+    # paths where an FMA could be contracted
     for isa in avx2 avx512 avx512_bf16; do
-        run "gnu11 $isa determinism" "$B/nbwd_tests_gnu" --isa $isa --suite determinism
+        run "gnu11 $isa determinism, layouts" "$B/nbwd_tests_gnu" --isa $isa --suite determinism --suite layouts
     done
     # (built with NORM_BWD_NO_SSE: avx2's partial vectors through the buffer)
     run "gnu11 NO_SSE avx2 bounds" "$B/nbwd_tests_gnu" --isa avx2 --suite bounds

@@ -309,6 +309,14 @@ static inline void fz_check_overlap(const fz_world *w, unsigned char allowed[FZ_
         }
 }
 
+/* Inputs the call does not read may overlap any output (they are not checked). */
+static inline void fz_allow_unread(const fz_world *w, unsigned char allowed[FZ_MAXT][FZ_MAXT]) {
+    int t, u;
+    for (u = 0; u < w->nt; ++u)
+        if (!w->t[u].is_output && !w->t[u].used)
+            for (t = 0; t < w->nt; ++t) allowed[t][u] = 1;
+}
+
 /* Exact view: same base, same strides on dims of size > 1, same dtype. */
 static inline int fz_same_view(const fz_tensor *a, const fz_tensor *b) {
     int d;
