@@ -58,8 +58,9 @@
      desc: rank 1..NBWD_MAX_RANK, dims, begin_norm_axis in [-rank, rank-1]
      (default -1; normalizes over dims [axis, rank)), use_affine (default 1),
      epsilon (default 1e-5), stats_form, dtypes, flags, num_threads, isa, and
-     optional element strides per tensor. Always start from desc_init: a
-     zeroed desc is not the defaults (axis 0, no affine, epsilon 0).
+     optional element strides per tensor. Always start from desc_init (it
+     stamps the descriptor): a zeroed or hand-built descriptor would not
+     have the defaults, and every call refuses it (NBWD_ERR_NOT_INITIALIZED).
      args: inputs src | xhat, diff_dst, mean, variance | rstd | std, gamma,
      beta (accepted, never read); outputs diff_src, diff_gamma, diff_beta,
      each optional: a NULL output is not computed (Ascend output_mask).
@@ -96,6 +97,7 @@
        nbwd_status nbwd_force_isa(nbwd_isa)  int nbwd_isa_supported(nbwd_isa)
    Errors:
        const char *nbwd_status_string(nbwd_status)
+       const char *nbwd_last_error(void)     this thread's last rejection, in words
 
    ============================================================================
    DATA TYPES
@@ -170,8 +172,11 @@
    floating-point contraction off: GNU C's default would fuse a multiply and
    an add into an FMA differently in different inlined copies of a kernel;
    not through nvcc, which rejects the pragma) and under clang's default
-   (clang's -ffp-contract=fast disregards pragmas: not covered); -ffast-math,
-   which reorders sums, is never supported.
+   (clang's -ffp-contract=fast disregards pragmas: not covered). The file
+   that defines NORM_BWD_IMPLEMENTATION must not be compiled with -ffast-math
+   or -ffinite-math-only (they reorder the sums and assume there is no NaN):
+   the header stops such a build with an #error that says so; files that only
+   call the library may use them.
 
    ============================================================================
    MEMORY
@@ -188,7 +193,18 @@
    ERRORS AND GUARANTEES
    ============================================================================
    Every entry point validates all its arguments before writing anything: on
-   any error no output byte is written. nbwd_status_string gives the message.
+   any error no output byte is written. nbwd_status_string gives the status's
+   meaning; nbwd_last_error() says what exactly was wrong in the calling
+   thread's most recent call that failed: the entry point, the status, the
+   field or argument, its value and what was expected, e.g.
+     nbwd_layer_norm_bwd: NBWD_ERR_BAD_PARAM: args.rstd is set but
+     desc.stats_form is NBWD_STATS_MEAN_VARIANCE, which does not read it: set
+     stats_form = NBWD_STATS_MEAN_RSTD or pass the form's own inputs
+   A call that succeeds clears it (""). NORM_BWD_VERBOSE=1 in the
+   environment prints every rejection to stderr as "norm_bwd: <message>";
+   =2 also prints one line per LayerNorm/BatchNorm call: operation, shape,
+   dtypes, statistics form, outputs, path, thread limit, time (the variable
+   is read once, with the CPU detection).
    Sizes: all index arithmetic is 64-bit (tensors beyond 2^31 elements work);
    the product of the non-zero dims may be at most INT64_MAX / 16, larger or
    overflowing shapes are NBWD_ERR_BAD_SHAPE, overflowing stride extents
@@ -199,8 +215,10 @@
    BatchNorm channel changes only that channel's outputs. Variance = +Inf
    gives rstd = 0 and diff_src = 0 for that set.
    Threads: no global state but the cached CPU detection and the forced path
-   (written atomically); concurrent calls on different data are safe and give
-   the same bits as serial ones.
+   (written atomically), and per thread the last error message (thread-local
+   storage where the compiler has it: C++11, gcc, clang, MSVC, C11);
+   concurrent calls on different data are safe and give the same bits as
+   serial ones.
 
    ============================================================================
    CONFIGURATION MACROS
@@ -222,9 +240,14 @@
      NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
                                 emulation, runnable on any x86 CPU when named
    Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16
-   replaces the automatic choice. A path that is not compiled in or cannot run on this CPU
-   makes NBWD_ISA_AUTO calls return NBWD_ERR_UNSUPPORTED (never a silent
-   substitute).
+   (either case) replaces the automatic choice. A name that is no path, or a
+   path that is not compiled in or cannot run on this CPU, makes
+   NBWD_ISA_AUTO calls return NBWD_ERR_UNSUPPORTED (never a silent
+   substitute), and nbwd_last_error() names the variable and the paths that
+   can run. NORM_BWD_VERBOSE=1|2: see ERRORS AND GUARANTEES.
+   Building: without norm_bwd_simd.h next to this file (or on the include
+   path) the implementation stops with an #error that names it and
+   NORM_BWD_NO_SIMD (compilers with __has_include).
 
    ============================================================================
    SIMD AND DISPATCH
@@ -300,7 +323,8 @@ extern "C" {
     X(NBWD_ERR_INSUFFICIENT_WORKSPACE, "workspace smaller than the size query returned")      \
     X(NBWD_ERR_OUT_OF_MEMORY, "workspace allocation failed")                                  \
     X(NBWD_ERR_UNSUPPORTED, "not supported by this build or machine (ISA path, or no GPU/driver)") \
-    X(NBWD_ERR_DEVICE, "a GPU runtime call failed (nbwd_gpu_last_error() has the CUDA message)")
+    X(NBWD_ERR_DEVICE, "a GPU runtime call failed (nbwd_gpu_last_error() has the CUDA message)") \
+    X(NBWD_ERR_NOT_INITIALIZED, "descriptor not made by its *_desc_init function (a zeroed one has no defaults)")
 
 typedef enum nbwd_status {
 #define NBWD__STATUS_ENUM(name, msg) name,
@@ -359,6 +383,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
     const int64_t *beta_strides;     /* beta is never read (nor checked for aliasing) */
     const int64_t *diff_gamma_strides;
     const int64_t *diff_beta_strides;
+    unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
 } nbwd_layer_norm_bwd_desc;
 
 typedef struct nbwd_layer_norm_bwd_args {
@@ -396,6 +421,7 @@ typedef struct nbwd_batch_norm_bwd_desc {
     const int64_t *gamma_strides;
     const int64_t *diff_gamma_strides;
     const int64_t *diff_beta_strides;
+    unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
 } nbwd_batch_norm_bwd_desc;
 
 typedef struct nbwd_batch_norm_bwd_args {
@@ -418,6 +444,10 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
                                          void *workspace, size_t workspace_bytes);
 
 NBWD_API const char *nbwd_status_string(nbwd_status status);
+/* The calling thread's message for its most recent call that returned an
+   error: the entry point, the status, and which field or argument, which
+   value and what was expected. "" after a call that succeeded. */
+NBWD_API const char *nbwd_last_error(void);
 
 NBWD_API float nbwd_bf16_to_f32(uint16_t v);
 NBWD_API uint16_t nbwd_f32_to_bf16(float v);
@@ -447,11 +477,25 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #if defined(NORM_BWD_IMPLEMENTATION) && !defined(NBWD__IMPLEMENTED)
 #define NBWD__IMPLEMENTED
 
+/* -ffast-math reorders the sums and lets the compiler assume there is no
+   NaN or Inf: the documented bits, determinism and NaN propagation would all
+   be lost, silently. The rest of a program may use it. */
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#error "norm_bwd.h: compile the file that defines NORM_BWD_IMPLEMENTATION without -ffast-math (or -ffinite-math-only), e.g. add -fno-fast-math for that one file; files that only call the library may keep it"
+#endif
+
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(_OPENMP)
 #include <omp.h>
+#elif defined(__unix__) || defined(__APPLE__) || defined(__MINGW32__)
+#include <sys/time.h> /* gettimeofday: NORM_BWD_VERBOSE=2 timings */
+#define NBWD__HAVE_GETTIMEOFDAY 1
+#else
+#include <time.h>
 #endif
 
 /* No floating-point contraction: GNU C (gcc's default mode) would fuse a
@@ -550,6 +594,53 @@ NBWD_API const char *nbwd_status_string(nbwd_status status) {
     };
     if ((int)status < 0 || (int)status >= (int)NBWD_STATUS_COUNT) return "unknown nbwd_status value";
     return messages[(int)status];
+}
+
+/* ----------------------------------------------------------- diagnostics */
+/* The calling thread's message for its last rejected call: the library's
+   one piece of per-thread state (the manual says so). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define NBWD__TLS thread_local
+#elif defined(__GNUC__) || defined(__clang__)
+#define NBWD__TLS __thread
+#elif defined(_MSC_VER)
+#define NBWD__TLS __declspec(thread)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#define NBWD__TLS _Thread_local
+#else
+#define NBWD__TLS /* no thread-local storage known: one message for the process */
+#endif
+#define NBWD__MSG_BYTES 400
+static NBWD__TLS char nbwd__msg[NBWD__MSG_BYTES];
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NBWD__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define NBWD__PRINTF(a, b)
+#endif
+/* Records what is wrong (which field, which value, what was expected) and
+   returns s: every rejection goes through here. */
+static nbwd_status nbwd__fail(nbwd_status s, const char *fmt, ...) NBWD__PRINTF(2, 3);
+static nbwd_status nbwd__fail(nbwd_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(nbwd__msg, sizeof nbwd__msg, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+NBWD_API const char *nbwd_last_error(void) { return nbwd__msg; }
+
+static double nbwd__now(void) { /* seconds, for NORM_BWD_VERBOSE=2 */
+#if defined(_OPENMP)
+    return omp_get_wtime();
+#elif defined(NBWD__HAVE_GETTIMEOFDAY)
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+#else
+    return (double)clock() / CLOCKS_PER_SEC; /* CPU time: the best C99 alone offers */
+#endif
 }
 
 /* ----------------------------------------------------------- conversions */
@@ -773,6 +864,11 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 #undef NBWD__KERNEL_PASS
 
 #if !defined(NORM_BWD_NO_SIMD)
+#if defined(__has_include)
+#if !__has_include("norm_bwd_simd.h")
+#error "norm_bwd.h: norm_bwd_simd.h (the SIMD paths) is not next to norm_bwd.h nor on the include path: copy it too, or define NORM_BWD_NO_SIMD for the scalar path alone"
+#endif
+#endif
 #include "norm_bwd_simd.h"
 #endif
 
@@ -781,11 +877,12 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
    packed in one int written once (a racing second writer stores the same
    value): the runnable paths (bit 1 << nbwd_isa each), the path
    NBWD_ISA_AUTO resolves to, whether NORM_BWD_ISA named a path that cannot
-   run, and that it is set at all. */
+   run, that it is set at all, and the NORM_BWD_VERBOSE level. */
 #define NBWD__STATE_AUTO_SHIFT 8 /* (state >> 8) & 15: the automatic choice */
 #define NBWD__STATE_AUTO_MASK 15
 #define NBWD__STATE_ENV_UNRUNNABLE (1 << 15)
 #define NBWD__STATE_SET (1 << 16)
+#define NBWD__STATE_VERBOSE_SHIFT 17 /* (state >> 17) & 3: NORM_BWD_VERBOSE, 0-2 */
 static int nbwd__dispatch_state;
 static int nbwd__forced_isa; /* nbwd_force_isa; 0 = none */
 
@@ -902,10 +999,18 @@ static int nbwd__cpu_paths(void) {
     return paths;
 }
 
-static int nbwd__isa_from_name(const char *s) {
+/* ASCII, either case: NORM_BWD_ISA=AVX2 and =avx2 are the same */
+static int nbwd__same_name(const char *a, const char *b) {
+    for (; *a && *b; ++a, ++b) {
+        int x = *a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a, y = *b >= 'A' && *b <= 'Z' ? *b - 'A' + 'a' : *b;
+        if (x != y) return 0;
+    }
+    return *a == *b;
+}
+static int nbwd__isa_from_name(const char *s) { /* 0: auto or no such name */
     int i;
     for (i = 1; i < NBWD_ISA_COUNT; ++i)
-        if (strcmp(s, nbwd_isa_name((nbwd_isa)i)) == 0) return i;
+        if (nbwd__same_name(s, nbwd_isa_name((nbwd_isa)i))) return i;
     return 0;
 }
 
@@ -915,7 +1020,7 @@ static int nbwd__dispatch(void) {
         int cpu = nbwd__cpu_paths(), runnable = 0, best = NBWD_ISA_SCALAR, i;
         static const int preference[] = {NBWD_ISA_SCALAR, NBWD_ISA_SSE,    NBWD_ISA_NEON,       NBWD_ISA_NEON_BF16,
                                          NBWD_ISA_AVX2,   NBWD_ISA_AVX512, NBWD_ISA_AVX512_BF16};
-        const char *env = getenv("NORM_BWD_ISA");
+        const char *env = getenv("NORM_BWD_ISA"), *verbose = getenv("NORM_BWD_VERBOSE");
         for (i = 1; i < NBWD_ISA_COUNT; ++i)
             if ((cpu & (1 << i)) && nbwd__compiled((nbwd_isa)i)) runnable |= 1 << i;
 #if !defined(NBWD__EMULATED_PATHS)
@@ -925,12 +1030,14 @@ static int nbwd__dispatch(void) {
             if ((runnable & (1 << preference[i])) && !(NBWD__EMULATED_PATHS & (1 << preference[i])))
                 best = preference[i];
         state = runnable | NBWD__STATE_SET;
-        if (env && *env && strcmp(env, "auto") != 0) {
+        if (env && *env && !nbwd__same_name(env, "auto")) {
             int want = nbwd__isa_from_name(env);
             if (want && (runnable & (1 << want))) best = want;
             else state |= NBWD__STATE_ENV_UNRUNNABLE;
         }
         state |= best << NBWD__STATE_AUTO_SHIFT;
+        if (verbose && *verbose >= '1' && *verbose <= '9')
+            state |= (*verbose == '1' ? 1 : 2) << NBWD__STATE_VERBOSE_SHIFT;
         NBWD__ATOMIC_STORE(&nbwd__dispatch_state, state);
     }
     return state;
@@ -974,10 +1081,74 @@ NBWD_API nbwd_isa nbwd_active_isa(void) {
     return k ? k->isa : NBWD_ISA_AUTO;
 }
 
+/* NBWD_ERR_UNSUPPORTED for a path (NBWD_ISA_AUTO: the one NORM_BWD_ISA
+   names) that cannot run, with the paths that can. */
+static nbwd_status nbwd__unsupported(const char *what, nbwd_isa isa) {
+    char runnable[96] = "";
+    int i, state = nbwd__dispatch();
+    for (i = 1; i < NBWD_ISA_COUNT; ++i)
+        if ((state >> i) & 1) {
+            if (runnable[0]) strcat(runnable, " ");
+            strcat(runnable, nbwd_isa_name((nbwd_isa)i));
+        }
+    if ((int)isa == NBWD_ISA_AUTO) {
+        const char *env = getenv("NORM_BWD_ISA");
+        if (!env) env = "";
+        if (!nbwd__isa_from_name(env))
+            return nbwd__fail(NBWD_ERR_UNSUPPORTED,
+                              "NORM_BWD_ISA=%.40s names no path (scalar, sse, avx2, avx512, avx512_bf16, neon, "
+                              "neon_bf16 or auto, in either case); this build and CPU run: %s",
+                              env, runnable);
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED,
+                          "NORM_BWD_ISA=%.40s: that path is not compiled in or cannot run on this CPU; this build "
+                          "and CPU run: %s",
+                          env, runnable);
+    }
+    if ((int)isa < 0 || (int)isa >= NBWD_ISA_COUNT)
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "%s = %d is not an nbwd_isa value", what, (int)isa);
+    return nbwd__fail(NBWD_ERR_UNSUPPORTED,
+                      "%s = %s: that path is not compiled in or cannot run on this CPU; this build and CPU run: %s",
+                      what, nbwd_isa_name(isa), runnable);
+}
+
+static int nbwd__verbose(void) { return (nbwd__dispatch() >> NBWD__STATE_VERBOSE_SHIFT) & 3; }
+
+/* The end of every entry point that returns a status: the message gets the
+   entry point's name and the status in front ("" on success), and with
+   NORM_BWD_VERBOSE it goes to stderr. */
+static void nbwd__append(char *buf, size_t *at, const char *text, size_t text_len) {
+    for (; text_len > 0 && *text && *at + 1 < NBWD__MSG_BYTES; --text_len) buf[(*at)++] = *text++;
+    buf[*at] = 0;
+}
+static nbwd_status nbwd__finish(const char *entry, nbwd_status s) {
+    char detail[NBWD__MSG_BYTES];
+    const char *status = nbwd_status_string(s);
+    size_t at = 0;
+    if (s == NBWD_OK) {
+        nbwd__msg[0] = 0;
+        return s;
+    }
+    memcpy(detail, nbwd__msg, sizeof detail);
+    detail[sizeof detail - 1] = 0;
+    /* "entry: NBWD_ERR_NAME: what is wrong" (the status's own text without
+       a detail) */
+    nbwd__append(nbwd__msg, &at, entry, (size_t)-1);
+    nbwd__append(nbwd__msg, &at, ": ", 2);
+    nbwd__append(nbwd__msg, &at, status, detail[0] ? strcspn(status, ":") : (size_t)-1);
+    if (detail[0]) {
+        nbwd__append(nbwd__msg, &at, ": ", 2);
+        nbwd__append(nbwd__msg, &at, detail, (size_t)-1);
+    }
+    if (nbwd__verbose() >= 1) fprintf(stderr, "norm_bwd: %s\n", nbwd__msg);
+    return s;
+}
+
 NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa) {
-    if ((int)isa != NBWD_ISA_AUTO && !nbwd_isa_supported(isa)) return NBWD_ERR_UNSUPPORTED;
+    nbwd__msg[0] = 0;
+    if ((int)isa != NBWD_ISA_AUTO && !nbwd_isa_supported(isa))
+        return nbwd__finish("nbwd_force_isa", nbwd__unsupported("isa", isa));
     NBWD__ATOMIC_STORE(&nbwd__forced_isa, (int)isa);
-    return NBWD_OK;
+    return nbwd__finish("nbwd_force_isa", NBWD_OK);
 }
 
 /* Every path gives the bits of the scalar conversions. A path that cannot
@@ -1021,20 +1192,46 @@ static int nbwd__mul_ok(int64_t a, int64_t b, int64_t *out) { /* a, b >= 0 */
 }
 
 static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
+static const char *nbwd__dtype_name(int dt) {
+    return dt == NBWD_F32 ? "f32" : dt == NBWD_F16 ? "f16" : dt == NBWD_BF16 ? "bf16" : "?";
+}
+static const char *nbwd__form_name(int form) {
+    return form == NBWD_STATS_MEAN_VARIANCE ? "NBWD_STATS_MEAN_VARIANCE"
+           : form == NBWD_STATS_MEAN_RSTD   ? "NBWD_STATS_MEAN_RSTD"
+           : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
+                                            : "?";
+}
 
 /* Stats and params are f32, or the data type itself (see DATA TYPES). */
 static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
-    if (!nbwd__dtype_ok(dt) || !nbwd__dtype_ok(sdt) || !nbwd__dtype_ok(pdt)) return NBWD_ERR_BAD_DTYPE;
-    if ((sdt != NBWD_F32 && sdt != dt) || (pdt != NBWD_F32 && pdt != dt)) return NBWD_ERR_BAD_DTYPE;
+    const char *name[3] = {"data_dtype", "stats_dtype", "param_dtype"};
+    int v[3], i;
+    v[0] = dt; v[1] = sdt; v[2] = pdt;
+    for (i = 0; i < 3; ++i)
+        if (!nbwd__dtype_ok(v[i]))
+            return nbwd__fail(NBWD_ERR_BAD_DTYPE, "desc.%s = %d is not NBWD_F32, NBWD_F16 or NBWD_BF16", name[i], v[i]);
+    for (i = 1; i < 3; ++i)
+        if (v[i] != NBWD_F32 && v[i] != dt)
+            return nbwd__fail(NBWD_ERR_BAD_DTYPE, "desc.%s = %s with data_dtype = %s: it must be f32 or the data's type",
+                              name[i], nbwd__dtype_name(v[i]), nbwd__dtype_name(dt));
     return NBWD_OK;
 }
 
 static nbwd_status nbwd__check_common(int form, unsigned flags, int num_threads, int isa, float eps) {
-    if (form < NBWD_STATS_MEAN_VARIANCE || form > NBWD_STATS_XHAT_STD) return NBWD_ERR_BAD_PARAM;
-    if (flags & ~NBWD_ACCUMULATE_PARAM_GRADS) return NBWD_ERR_BAD_PARAM;
-    if (num_threads < 0 || isa < 0 || isa >= NBWD_ISA_COUNT) return NBWD_ERR_BAD_PARAM;
+    if (form < NBWD_STATS_MEAN_VARIANCE || form > NBWD_STATS_XHAT_STD)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD or _XHAT_STD", form);
+    if (flags & ~NBWD_ACCUMULATE_PARAM_GRADS)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.flags = 0x%x: the only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)",
+                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS);
+    if (num_threads < 0)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.num_threads = %d: 0 (OpenMP's default) or a thread count",
+                          num_threads);
+    if (isa < 0 || isa >= NBWD_ISA_COUNT) return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.isa = %d is not an nbwd_isa", isa);
     if (form == NBWD_STATS_MEAN_VARIANCE && !(eps > 0.0f && (double)eps <= 3.4028234663852886e38))
-        return NBWD_ERR_BAD_PARAM; /* also rejects NaN and infinity */
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, /* also rejects NaN and infinity */
+                          "desc.epsilon = %g: the NBWD_STATS_MEAN_VARIANCE form needs a finite epsilon > 0",
+                          (double)eps);
     return NBWD_OK;
 }
 
@@ -1045,9 +1242,11 @@ static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *c
     int64_t nz = 1;
     int d, empty = 0;
     for (d = from; d < to; ++d) {
-        if (dims[d] < 0) return NBWD_ERR_BAD_SHAPE;
+        if (dims[d] < 0) return nbwd__fail(NBWD_ERR_BAD_SHAPE, "desc.dims[%d] = %lld is negative", d, (long long)dims[d]);
         if (dims[d] == 0) empty = 1;
-        else if (!nbwd__mul_ok(nz, dims[d], &nz)) return NBWD_ERR_BAD_SHAPE;
+        else if (!nbwd__mul_ok(nz, dims[d], &nz))
+            return nbwd__fail(NBWD_ERR_BAD_SHAPE, "the product of desc.dims exceeds INT64_MAX / 16 elements (at dims[%d])",
+                              d);
     }
     *count = empty ? 0 : nz;
     return NBWD_OK;
@@ -1204,13 +1403,17 @@ static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, co
 /* Output spans vs the others. out[i] may equal an input j where exact[i][j]
    says the views are identical; any other overlap is an alias error. */
 #define NBWD__MAX_SPANS 10
-static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const int *is_output,
-                                     const unsigned char exact[][NBWD__MAX_SPANS]) {
+static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
+                                     const int *is_output, const unsigned char exact[][NBWD__MAX_SPANS]) {
     int i, j;
     for (i = 0; i < count; ++i) {
         if (!is_output[i]) continue;
         for (j = 0; j < count; ++j)
-            if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j])) return NBWD_ERR_BAD_ALIAS;
+            if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j]))
+                return nbwd__fail(NBWD_ERR_BAD_ALIAS,
+                                  "args.%s shares bytes with args.%s (an output may share memory with no other "
+                                  "tensor; diff_src may be exactly diff_dst, src or xhat: same pointer and strides)",
+                                  names[i], names[j]);
     }
     return NBWD_OK;
 }
@@ -1356,18 +1559,46 @@ static const void *nbwd__spread_of(int form, const void *variance, const void *r
     return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
 }
 
+static const char *nbwd__ln_x_name(int form) { return form == NBWD_STATS_XHAT_STD ? "xhat" : "src"; }
+static const char *nbwd__spread_name(int form) {
+    return form == NBWD_STATS_MEAN_VARIANCE ? "variance" : form == NBWD_STATS_MEAN_RSTD ? "rstd" : "std";
+}
+
 /* The pieces common to both operations' pointer checks. */
 static nbwd_status nbwd__check_stats_args(int form, const void *src, const void *xhat, const void *mean,
                                           const void *variance, const void *rstd, const void *std_,
                                           int64_t data_elems, int64_t stat_elems) {
     const void *x = nbwd__x_of(form, src, xhat), *spread = nbwd__spread_of(form, variance, rstd, std_);
     /* An input of another form given: the caller has mixed up the forms. */
-    if ((form == NBWD_STATS_XHAT_STD && (src || mean)) || (form != NBWD_STATS_XHAT_STD && xhat) ||
-        (form != NBWD_STATS_MEAN_VARIANCE && variance) || (form != NBWD_STATS_MEAN_RSTD && rstd) ||
-        (form != NBWD_STATS_XHAT_STD && std_))
-        return NBWD_ERR_BAD_PARAM;
-    if (data_elems > 0 && !x) return NBWD_ERR_NULL_POINTER;
-    if (stat_elems > 0 && (!spread || (form != NBWD_STATS_XHAT_STD && !mean))) return NBWD_ERR_NULL_POINTER;
+    const void *given[5];
+    static const char *const name[5] = {"src", "mean", "xhat", "variance", "rstd"};
+    static const int needs[5] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
+                                 NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD};
+    int i;
+    given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd;
+    for (i = 0; i < 5; ++i) {
+        int belongs = i < 2 ? form != NBWD_STATS_XHAT_STD : form == needs[i];
+        if (given[i] && !belongs)
+            return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                              "args.%s is set but desc.stats_form is %s, which does not read it: set stats_form = %s "
+                              "or pass the form's own inputs",
+                              name[i], nbwd__form_name(form), i < 2 ? "NBWD_STATS_MEAN_VARIANCE (or _MEAN_RSTD)"
+                                                                    : nbwd__form_name(needs[i]));
+    }
+    if (std_ && form != NBWD_STATS_XHAT_STD)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.std is set but desc.stats_form is %s, which does not read it: set stats_form = "
+                          "NBWD_STATS_XHAT_STD (with args.xhat) or pass the form's own inputs",
+                          nbwd__form_name(form));
+    if (data_elems > 0 && !x)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
+                          form == NBWD_STATS_XHAT_STD ? "xhat" : "src", nbwd__form_name(form));
+    if (stat_elems > 0 && !spread)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
+                          form == NBWD_STATS_MEAN_VARIANCE ? "variance" : form == NBWD_STATS_MEAN_RSTD ? "rstd" : "std",
+                          nbwd__form_name(form));
+    if (stat_elems > 0 && form != NBWD_STATS_XHAT_STD && !mean)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.mean is NULL (desc.stats_form is %s)", nbwd__form_name(form));
     return NBWD_OK;
 }
 
@@ -1377,10 +1608,17 @@ static nbwd_status nbwd__get_workspace(size_t need, size_t own_need, void *works
                                        void **owned, char **base) {
     *owned = NULL;
     if (workspace) {
-        if (workspace_bytes < need) return NBWD_ERR_INSUFFICIENT_WORKSPACE;
+        if (workspace_bytes < need)
+            return nbwd__fail(NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                              "workspace_bytes = %llu, but the workspace size query asks for %llu bytes",
+                              (unsigned long long)workspace_bytes, (unsigned long long)need);
     } else if (own_need > 0) {
         workspace = NORM_BWD_MALLOC(own_need);
-        if (!workspace) return NBWD_ERR_OUT_OF_MEMORY;
+        if (!workspace)
+            return nbwd__fail(NBWD_ERR_OUT_OF_MEMORY,
+                              "NORM_BWD_MALLOC(%llu) returned NULL (workspace NULL: the call allocates its own; "
+                              "pass one of the queried size to avoid that)",
+                              (unsigned long long)own_need);
         *owned = workspace;
     }
     /* need includes NBWD__WS_ALIGN of slack for this rounding */
@@ -1409,11 +1647,15 @@ static nbwd_status nbwd__params_init(nbwd__params *q, int nd, const int64_t *dim
     int t, d;
     q->nd = nd;
     for (d = 0; d < nd; ++d) { q->dims[d] = dims[d]; n *= dims[d]; }
+    static const char *const name[NBWD__NPAR] = {"gamma", "beta", "diff_gamma", "diff_beta"};
     for (t = 0; t < NBWD__NPAR; ++t) {
         nbwd__strides(nd, dims, given[t], q->st[t]);
         q->dense[t] = nbwd__dense_block(dims, q->st[t], 0, nd);
-        if (!nbwd__extent(nd, dims, q->st[t], nbwd__esize(pdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
-        if (t >= NBWD__PDG && !nbwd__no_self_overlap(nd, dims, q->st[t], n > 0 ? 1 : 0)) return NBWD_ERR_BAD_STRIDES;
+        if (!nbwd__extent(nd, dims, q->st[t], nbwd__esize(pdt), &lo, &hi))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows", name[t]);
+        if (t >= NBWD__PDG && !nbwd__no_self_overlap(nd, dims, q->st[t], n > 0 ? 1 : 0))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides make two elements of args.%s share an address",
+                              name[t], name[t]);
     }
     return NBWD_OK;
 }
@@ -1442,6 +1684,10 @@ static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int p
 }
 
 /* ------------------------------------------------------------ LayerNorm */
+/* desc_init's mark: a descriptor without it was zeroed or built by hand */
+#define NBWD__LN_STAMP 0x4C4E4257u
+#define NBWD__BN_STAMP 0x424E4257u
+static const char *const nbwd__ln_tensor[5] = {"src", "diff_dst", "diff_src", "mean", "var"};
 enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4 };
 
 typedef struct nbwd__ln_plan {
@@ -1474,6 +1720,7 @@ NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int 
     desc->begin_norm_axis = -1;
     desc->use_affine = 1;
     desc->epsilon = 1e-5f;
+    desc->init_stamp = NBWD__LN_STAMP;
 }
 
 static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__ln_plan *p) {
@@ -1481,13 +1728,20 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
     int64_t axis, lo, hi;
     int t;
     size_t esz;
-    if (!d) return NBWD_ERR_NULL_POINTER;
+    if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
     memset(p, 0, sizeof *p);
-    if (d->rank < 1 || d->rank > NBWD_MAX_RANK) return NBWD_ERR_BAD_PARAM;
+    if (d->init_stamp != NBWD__LN_STAMP)
+        return nbwd__fail(NBWD_ERR_NOT_INITIALIZED,
+                          "desc was not made by nbwd_layer_norm_bwd_desc_init (a zeroed or hand-built descriptor "
+                          "has no defaults: call it first, then set the fields you change)");
+    if (d->rank < 1 || d->rank > NBWD_MAX_RANK)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.rank = %d: LayerNorm takes 1 to %d", d->rank, NBWD_MAX_RANK);
     p->rank = d->rank;
     if ((s = nbwd__count(d->dims, 0, d->rank, &p->rows)) != NBWD_OK) return s;
     axis = d->begin_norm_axis;
-    if (axis < -(int64_t)d->rank || axis >= d->rank) return NBWD_ERR_BAD_PARAM;
+    if (axis < -(int64_t)d->rank || axis >= d->rank)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.begin_norm_axis = %lld is outside [%d, %d] for rank %d",
+                          (long long)axis, -d->rank, d->rank - 1, d->rank);
     p->axis = (int)(axis < 0 ? axis + d->rank : axis);
     if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
         return s;
@@ -1507,11 +1761,18 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
     nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__TVAR]);
     esz = nbwd__esize(p->dt);
     for (t = NBWD__TX; t <= NBWD__TDX; ++t) {
-        if (!nbwd__dense_block(d->dims, p->st[t], p->axis, p->rank)) return NBWD_ERR_BAD_STRIDES;
-        if (!nbwd__extent(p->rank, d->dims, p->st[t], esz, &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+        if (!nbwd__dense_block(d->dims, p->st[t], p->axis, p->rank))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES,
+                              "desc.%s_strides: the normalized dims [%d, %d) must be dense (row-major, inner stride 1)",
+                              nbwd__ln_tensor[t], p->axis, p->rank);
+        if (!nbwd__extent(p->rank, d->dims, p->st[t], esz, &lo, &hi))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
+                              nbwd__ln_tensor[t]);
     }
     for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
-        if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+        if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
+                              nbwd__ln_tensor[t]);
     {
         const int64_t *const given[NBWD__NPAR] = {d->gamma_strides, d->beta_strides, d->diff_gamma_strides,
                                                   d->diff_beta_strides};
@@ -1534,10 +1795,10 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
 NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__ln_plan p;
     nbwd_status s;
-    if (!bytes) return NBWD_ERR_NULL_POINTER;
-    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
-    *bytes = p.ws_bytes;
-    return NBWD_OK;
+    nbwd__msg[0] = 0;
+    if (!bytes) return nbwd__finish("nbwd_layer_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__ln_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    return nbwd__finish("nbwd_layer_norm_bwd_workspace_size", s);
 }
 
 static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
@@ -1550,15 +1811,23 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    if ((a->diff_gamma || a->diff_beta) && !p->affine) return NBWD_ERR_BAD_PARAM;
+    const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
+    names[0] = nbwd__ln_x_name(p->form);
+    names[4] = nbwd__spread_name(p->form);
+    if ((a->diff_gamma || a->diff_beta) && !p->affine)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
+                          a->diff_gamma ? "diff_gamma" : "diff_beta");
     if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
                                     p->rows)) != NBWD_OK)
         return s;
-    if (total > 0 && !a->diff_dst) return NBWD_ERR_NULL_POINTER;
-    if (p->affine && a->diff_src && p->n > 0 && !a->gamma) return NBWD_ERR_NULL_POINTER;
+    if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
+    if (p->affine && a->diff_src && p->n > 0 && !a->gamma)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER,
+                          "args.gamma is NULL, but desc.use_affine = 1 and diff_src is asked for (use_affine = 0 "
+                          "means gamma = 1)");
     for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
     if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
-        return NBWD_ERR_BAD_STRIDES;
+        return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.diff_src_strides make two elements of args.diff_src share an address");
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
     sp[0] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__TX], esz);
@@ -1575,7 +1844,7 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_dst, p->st[NBWD__TDY],
                                                  p->rank, d->dims);
-    return nbwd__check_alias(8, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    return nbwd__check_alias(8, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* One block of rows: dx for each row, and this block's partial column sums.
@@ -1631,8 +1900,8 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     }
 }
 
-NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
-                                         void *workspace, size_t workspace_bytes) {
+static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+                                       void *workspace, size_t workspace_bytes) {
     nbwd__ln_plan p;
     nbwd__ln_run r;
     nbwd_status s;
@@ -1642,10 +1911,10 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     size_t own;
     int threads;
     if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
-    if (!args) return NBWD_ERR_NULL_POINTER;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
-    if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
+    if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     /* a dx-only call needs no partials, and with dense f32 gamma no
        workspace at all */
     own = p.ws_bytes;
@@ -1698,6 +1967,55 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     return NBWD_OK;
 }
 
+/* NORM_BWD_VERBOSE=2: one line per call. */
+static void nbwd__dims_text(char *out, size_t bytes, int rank, const int64_t *dims) {
+    size_t at = 0;
+    int d;
+    out[0] = 0;
+    for (d = 0; d < rank && d < NBWD_MAX_RANK && at + 24 < bytes; ++d)
+        at += (size_t)snprintf(out + at, bytes - at, "%s%lld", d ? "x" : "", (long long)dims[d]);
+}
+static int nbwd__max_threads(int requested) {
+#if defined(_OPENMP)
+    return requested > 0 ? requested : omp_get_max_threads();
+#else
+    (void)requested;
+    return 1;
+#endif
+}
+static void nbwd__call_line(const char *entry, const char *shape, int dt, int sdt, int pdt, int form, const char *outputs,
+                            nbwd_isa isa, int threads, double seconds, nbwd_status s) {
+    const nbwd__kernels *k = s == NBWD_OK ? nbwd__select(isa) : NULL;
+    fprintf(stderr, "norm_bwd: %s %s data %s stats %s params %s %s outputs %s path %s threads<=%d %.3f ms%s\n", entry,
+            shape, nbwd__dtype_name(dt), nbwd__dtype_name(sdt), nbwd__dtype_name(pdt), nbwd__form_name(form), outputs,
+            k ? nbwd_isa_name(k->isa) : "-", threads, seconds * 1e3, s == NBWD_OK ? "" : " (rejected)");
+}
+static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
+    static const char *const text[8] = {"none",     "diff_src",           "diff_gamma",
+                                        "diff_src,diff_gamma", "diff_beta", "diff_src,diff_beta",
+                                        "diff_gamma,diff_beta", "diff_src,diff_gamma,diff_beta"};
+    return text[(dx ? 1 : 0) | (dg ? 2 : 0) | (db ? 4 : 0)];
+}
+
+NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    int verbose = nbwd__verbose();
+    double t0 = verbose >= 2 ? nbwd__now() : 0.0;
+    nbwd_status s;
+    nbwd__msg[0] = 0;
+    s = nbwd__finish("nbwd_layer_norm_bwd", nbwd__layer_norm_bwd(desc, args, workspace, workspace_bytes));
+    if (verbose >= 2 && desc) {
+        char shape[200];
+        nbwd__dims_text(shape, sizeof shape - 40, desc->rank, desc->dims);
+        snprintf(shape + strlen(shape), 40, " axis %lld", (long long)desc->begin_norm_axis);
+        nbwd__call_line("layer_norm_bwd", shape, (int)desc->data_dtype, (int)desc->stats_dtype,
+                        (int)desc->param_dtype, (int)desc->stats_form,
+                        args ? nbwd__outputs_text(args->diff_src, args->diff_gamma, args->diff_beta) : "-", desc->isa,
+                        nbwd__max_threads(desc->num_threads), nbwd__now() - t0, s);
+    }
+    return s;
+}
+
 /* ------------------------------------------------------------ BatchNorm */
 typedef struct nbwd__bn_plan {
     int rank, dt, sdt, pdt, form, accumulate;
@@ -1736,16 +2054,24 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
     for (d = 0; d < rank && d < NBWD_MAX_RANK && dims; ++d) desc->dims[d] = dims[d];
     desc->layout = layout;
     desc->epsilon = epsilon;
+    desc->init_stamp = NBWD__BN_STAMP;
 }
 
 static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
     nbwd_status s;
     int64_t lo, hi, total;
     int t, r;
-    if (!d) return NBWD_ERR_NULL_POINTER;
+    static const char *const tensor[3] = {"src", "diff_dst", "diff_src"};
+    if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
     memset(p, 0, sizeof *p);
-    if (d->rank < 2 || d->rank > NBWD_MAX_RANK) return NBWD_ERR_BAD_PARAM;
-    if (d->layout != NBWD_NXC && d->layout != NBWD_NCX) return NBWD_ERR_BAD_PARAM;
+    if (d->init_stamp != NBWD__BN_STAMP)
+        return nbwd__fail(NBWD_ERR_NOT_INITIALIZED,
+                          "desc was not made by nbwd_batch_norm_bwd_desc_init (a zeroed or hand-built descriptor "
+                          "has no defaults: call it first, then set the fields you change)");
+    if (d->rank < 2 || d->rank > NBWD_MAX_RANK)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.rank = %d: BatchNorm takes 2 to %d", d->rank, NBWD_MAX_RANK);
+    if (d->layout != NBWD_NXC && d->layout != NBWD_NCX)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.layout = %d is neither NBWD_NXC nor NBWD_NCX", (int)d->layout);
     r = p->rank = d->rank;
     if ((s = nbwd__count(d->dims, 0, r, &total)) != NBWD_OK) return s;
     if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
@@ -1773,8 +2099,11 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         p->gather = d->dims[1] > 1 && (p->st[0][1] != 1 || p->st[1][1] != 1 || p->st[2][1] != 1);
     }
     for (t = 0; t < 3; ++t) {
-        if (!p->gather && !nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r)) return NBWD_ERR_BAD_STRIDES;
-        if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi)) return NBWD_ERR_BAD_STRIDES;
+        if (!p->gather && !nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: %s must be dense (row-major, inner stride 1)",
+                              tensor[t], p->nxc ? "the channels (NXC)" : "the spatial dims (NCX)");
+        if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows", tensor[t]);
     }
     {
         const int64_t *const given[NBWD__NPAR] = {d->gamma_strides, NULL, d->diff_gamma_strides,
@@ -1784,7 +2113,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         p->var_st = d->var_strides ? d->var_strides[0] : 1;
         if (!nbwd__extent(1, &p->C, &p->mean_st, nbwd__esize(p->sdt), &lo, &hi) ||
             !nbwd__extent(1, &p->C, &p->var_st, nbwd__esize(p->sdt), &lo, &hi))
-            return NBWD_ERR_BAD_STRIDES;
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.mean_strides or var_strides: the byte extent overflows");
     }
     p->ws_bytes = 0;
     if (p->M == 0 || p->C == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
@@ -1811,10 +2140,10 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
 NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__bn_plan p;
     nbwd_status s;
-    if (!bytes) return NBWD_ERR_NULL_POINTER;
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
-    *bytes = p.ws_bytes;
-    return NBWD_OK;
+    nbwd__msg[0] = 0;
+    if (!bytes) return nbwd__finish("nbwd_batch_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__bn_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    return nbwd__finish("nbwd_batch_norm_bwd_workspace_size", s);
 }
 
 static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
@@ -1827,11 +2156,16 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    if ((a->diff_gamma == NULL) != (a->diff_beta == NULL)) return NBWD_ERR_BAD_PARAM;
+    const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
+    names[0] = nbwd__ln_x_name(p->form);
+    names[4] = nbwd__spread_name(p->form);
+    if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set without args.%s: BatchNorm computes both or neither",
+                          a->diff_gamma ? "diff_gamma" : "diff_beta", a->diff_gamma ? "diff_beta" : "diff_gamma");
     if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
                                     p->C)) != NBWD_OK)
         return s;
-    if (total > 0 && !a->diff_dst) return NBWD_ERR_NULL_POINTER;
+    if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
     /* outer dims of dx: NXC all but C; NCX (and gathered [N, C]) N and C
        around the dense plane */
     for (i = 0; i < (p->nxc && !p->gather ? p->rank - 1 : 2); ++i) {
@@ -1840,7 +2174,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
         ++nod;
     }
     if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
-        return NBWD_ERR_BAD_STRIDES;
+        return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.diff_src_strides make two elements of args.diff_src share an address");
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
     for (i = 0; i < 3; ++i)
@@ -1856,7 +2190,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
-    return nbwd__check_alias(8, sp, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    return nbwd__check_alias(8, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* Channel c's sums are complete (partials[0..1]): coefficients and params. */
@@ -2071,8 +2405,8 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     }
 }
 
-NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
-                                         void *workspace, size_t workspace_bytes) {
+static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                       void *workspace, size_t workspace_bytes) {
     nbwd__bn_plan p;
     nbwd__bn_run r;
     nbwd_status s;
@@ -2081,10 +2415,10 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     int64_t c, i, C;
     int threads;
     if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
-    if (!args) return NBWD_ERR_NULL_POINTER;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__bn_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
-    if (!(r.k = nbwd__select(desc->isa))) return NBWD_ERR_UNSUPPORTED;
+    if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     if ((s = nbwd__get_workspace(p.ws_bytes,
                                  p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0,
                                  workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
@@ -2149,6 +2483,25 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     }
     if (owned) NORM_BWD_FREE(owned);
     return NBWD_OK;
+}
+
+NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    int verbose = nbwd__verbose();
+    double t0 = verbose >= 2 ? nbwd__now() : 0.0;
+    nbwd_status s;
+    nbwd__msg[0] = 0;
+    s = nbwd__finish("nbwd_batch_norm_bwd", nbwd__batch_norm_bwd(desc, args, workspace, workspace_bytes));
+    if (verbose >= 2 && desc) {
+        char shape[200];
+        nbwd__dims_text(shape, sizeof shape - 40, desc->rank, desc->dims);
+        snprintf(shape + strlen(shape), 40, " %s", desc->layout == NBWD_NCX ? "NCX" : "NXC");
+        nbwd__call_line("batch_norm_bwd", shape, (int)desc->data_dtype, (int)desc->stats_dtype,
+                        (int)desc->param_dtype, (int)desc->stats_form,
+                        args ? nbwd__outputs_text(args->diff_src, args->diff_gamma, args->diff_beta) : "-", desc->isa,
+                        nbwd__max_threads(desc->num_threads), nbwd__now() - t0, s);
+    }
+    return s;
 }
 
 #if defined(NBWD__GCC_NO_CONTRACT)

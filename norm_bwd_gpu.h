@@ -276,15 +276,20 @@ typedef struct nbwdg__bn_cfg {
     size_t off_coef, off_tot, off_part, ws_bytes;
 } nbwdg__bn_cfg;
 
+/* The device's row (NXC) kernels need dense channels: [N, C] with strided
+   channels (which the CPU gathers into tiles) takes the plane kernels here,
+   planes of one element. */
+static int nbwdg__bn_rows_alg(const nbwd__bn_plan *p) { return p->nxc && !p->gather; }
+
 static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
     int64_t tx = 1, cap;
     memset(c, 0, sizeof *c);
     c->V = p->dt == NBWD_F32 ? 4 : 8;
-    c->rows = p->nxc ? p->M : p->N * p->C;
-    c->inner = p->nxc ? p->C : p->S;
+    c->rows = nbwdg__bn_rows_alg(p) ? p->M : p->N * p->C;
+    c->inner = nbwdg__bn_rows_alg(p) ? p->C : p->S;
     c->chunks = nbwdg__cdiv(c->inner, c->V);
     if (p->M == 0 || p->C == 0) return; /* nothing to compute: no workspace */
-    if (p->nxc) {
+    if (nbwdg__bn_rows_alg(p)) {
         while (tx < NBWDG__BN_THREADS && tx < c->chunks) tx *= 2;
         c->TX = (int)tx;
         cap = NBWDG__PARTIALS_BYTES / (8 * p->C);
@@ -1155,7 +1160,7 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
         char *ws = nbwdg__ws_base(workspace);
         const unsigned cgrid = nbwdg__grid(nbwdg__cdiv(p.C, 256));
         memset(&k, 0, sizeof k);
-        nbwd__outer_init(&k.o, p.nxc ? p.rank - 1 : 2, desc->dims, 3, p.st);
+        nbwd__outer_init(&k.o, nbwdg__bn_rows_alg(&p) ? p.rank - 1 : 2, desc->dims, 3, p.st);
         k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
         k.dy = args->diff_dst;
         k.dx = args->diff_src;
@@ -1169,7 +1174,7 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
         k.totals = (float *)(ws + c.off_tot - NBWDG__ALIGN);
         k.part = (float *)(ws + c.off_part - NBWDG__ALIGN);
         k.C = p.C; k.M = p.M; k.N = p.N; k.rows = c.rows; k.inner = c.inner;
-        k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = p.nxc;
+        k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = nbwdg__bn_rows_alg(&p);
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) && nbwdg__aligned(k.dy, &k.o, 1, esz) &&
                 nbwdg__aligned(k.dx, &k.o, 2, esz);

@@ -33,6 +33,7 @@ void test_status(void);
 void test_determinism(void);
 void test_bounds(void); /* test_bounds.c: tails ending at a PROT_NONE page */
 void test_layouts(void); /* test_layouts.c: strides never change bits; empty problems; interleaving */
+void test_diagnostics(void); /* test_diagnostics.c: desc_init stamps, nbwd_last_error, NORM_BWD_VERBOSE */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define T_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -6,7 +6,8 @@
 #   MATRIX=full (the default; `make compile-check`, .ci/run): every build below
 #   MATRIX=core (`make test`): the builds named in is_core: each compiler in
 #     both languages, with and without OpenMP, -O0 once, NO_SIMD, AArch64
-#     gcc, the README example (one of each kind; the rest runs in CI)
+#     gcc, the README example, the refused builds (one of each kind; the
+#     rest runs in CI)
 #   MATRIX=rest (.ci/run, after `make test`): every build but the core ones
 set -u
 MATRIX=${MATRIX:-full}
@@ -14,7 +15,7 @@ case $MATRIX in full|core|rest) ;; *) echo "MATRIX must be full, core or rest"; 
 is_core() { # label
     case $1 in
         "gcc c99 -O2 -fopenmp"|"g++ c++11 -O2 "|"clang c99 -O2 "|"clang++ c++11 -O2 -fopenmp") return 0 ;;
-        "gcc c99 -O0 "|"gcc c99 NO_SIMD"|"aarch64-linux-gnu-gcc c99 -O2 "|"README example: "*) return 0 ;;
+        "gcc c99 -O0 "|"gcc c99 NO_SIMD"|"aarch64-linux-gnu-gcc c99 -O2 "|"README example: "*|"refused: "*) return 0 ;;
     esac
     return 1
 }
@@ -79,6 +80,19 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
 
 fi
 
+# Mistakes a user makes must stop the build with a message that says what
+# to do: the implementation compiled with -ffast-math (a file that only calls
+# the library may use it), and norm_bwd_simd.h left behind when copying.
+for cc in gcc clang; do
+    check "refused: $cc -ffast-math" "! $cc -std=c99 -O2 -ffast-math -I. -c tests/compile_two_tu_a.c -o \$JOB/a.o \
+            > \$JOB/err 2>&1 && grep -q 'without -ffast-math' \$JOB/err && \
+        $cc -std=c99 $W -O2 -ffast-math -I. -c tests/compile_two_tu_b.c -o \$JOB/b.o"
+done
+check "refused: missing norm_bwd_simd.h" "mkdir -p \$JOB/h && cp norm_bwd.h \$JOB/h/ && \
+    ! gcc -std=c99 -O2 -I\$JOB/h -c tests/compile_two_tu_a.c -o \$JOB/a.o > \$JOB/err 2>&1 && \
+    grep -q 'norm_bwd_simd.h' \$JOB/err && grep -q 'NORM_BWD_NO_SIMD' \$JOB/err && \
+    gcc -std=c99 $W -O2 -DNORM_BWD_NO_SIMD -I\$JOB/h -c tests/compile_two_tu_a.c -o \$JOB/a.o"
+
 # The README example, as a user would: a folder with the two headers.
 ex=$B/readme_example
 rm -rf "$ex"; mkdir -p "$ex"
@@ -92,8 +106,8 @@ else
 fi
 wait
 # a renamed build must not drop out of the core set (or a build out of the matrix) unseen
-core_expected=8 full_expected=29
-command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && core_expected=9 full_expected=32
+core_expected=11 full_expected=32
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && core_expected=12 full_expected=35
 case $MATRIX in
     core) expected=$core_expected ;;
     rest) expected=$((full_expected - core_expected)) ;;

@@ -113,6 +113,12 @@ native() {
     # (built with NORM_BWD_NO_SSE: avx2's partial vectors through the buffer)
     run "gnu11 NO_SSE avx2 bounds" "$B/nbwd_tests_gnu" --isa avx2 --suite bounds
     run "NORM_BWD_ISA override" env_isa
+    # variables the library reads once per process: the diagnostics suite
+    # checks what each does (a path in upper case, one that cannot run here,
+    # no such path; the stderr lines of NORM_BWD_VERBOSE)
+    for e in NORM_BWD_ISA=AVX2 NORM_BWD_ISA=NeOn NORM_BWD_ISA=avx3 NORM_BWD_VERBOSE=1 NORM_BWD_VERBOSE=2; do
+        run "diagnostics $e" env "$e" "$B/nbwd_tests" --isa scalar --suite diagnostics
+    done
 }
 emulated() { # avx2 runs natively here; the emulated layers are those this CPU lacks
     for isa in avx512 avx512_bf16 neon; do run "emulated $isa" "$B/nbwd_tests_emu" --isa $isa "$@"; done
