@@ -2,11 +2,22 @@
 #   make test          every test: all CPU paths (native and emulated), the
 #                      AArch64 build under qemu, the compile matrix's core
 #                      builds, check-isa, compile-cost (make compile-check:
-#                      all of the matrix)
+#                      all of the matrix), the examples and the packaging
+#   make examples      build examples/*.c (-O2, with and without -fopenmp,
+#                      C++11 syntax), run each on the automatic and the scalar
+#                      path against examples/NAME.expected; check that the
+#                      README's example block is examples/quickstart.c
+#   make check-packaging  CMake (add_subdirectory, cmake --install +
+#                      find_package, with and without norm_bwd::openmp) and
+#                      pkg-config (norm_bwd, norm_bwd-openmp) with
+#                      tests/cmake_consumer
 #   make compile-cost  the implementation file's compile time, memory and
 #                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
-#   make install PREFIX=/usr/local   headers + pkg-config file
+#   make install PREFIX=/usr/local   headers + pkg-config files (norm_bwd.pc,
+#                      norm_bwd-openmp.pc); GPU_HEADER=1 adds norm_bwd_gpu.h
+#                      (never run on a GPU); DESTDIR for staging. CMake:
+#                      cmake -S . -B b && cmake --install b (CMakeLists.txt)
 #   make clean
 # Missing Debian packages are installed with apt-get when run as root;
 # otherwise the build stops with one line naming the package. The exception:
@@ -28,8 +39,12 @@ NEED     = tools/need.sh
 # the test binaries build side by side (each is one long compile)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 AARCH64_CC = aarch64-linux-gnu-gcc
+GPU_HEADER ?= 0
+# the header's version (NBWD_VERSION_MAJOR.MINOR[.PATCH]) for the .pc files
+NBWD_VERSION = $(shell awk '/^.define NBWD_VERSION_(MAJOR|MINOR|PATCH) /{ v[$$2] = $$3 } END { printf "%d.%d.%d", v["NBWD_VERSION_MAJOR"], v["NBWD_VERSION_MINOR"], v["NBWD_VERSION_PATCH"] }' norm_bwd.h)
 
 .PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa compile-cost install clean
+.PHONY: examples check-packaging packaging-deps
 
 all: $(BUILD)/nbwd_tests
 
@@ -43,6 +58,11 @@ compile-deps: deps
 	@$(NEED) clang 'command -v clang && command -v clang++'
 	@$(NEED) libomp-dev 'test -f "$$(clang -print-resource-dir)/include/omp.h" && ls /usr/lib/llvm-*/lib/libomp.so'
 	@$(NEED) time 'test -x /usr/bin/time'
+
+# make check-packaging: cmake and pkg-config.
+packaging-deps:
+	@$(NEED) cmake 'command -v cmake'
+	@$(NEED) pkg-config 'command -v pkg-config'
 
 # The AArch64 build and its qemu runs (libgomp1-arm64-cross: the -fopenmp build).
 AARCH64_PKGS = gcc-aarch64-linux-gnu qemu-user libgomp1-arm64-cross
@@ -81,7 +101,7 @@ $(BUILD)/nbwd_tests_a64_omp: $(TEST_DEP)
 
 # Without the AArch64 tools (and not root) one line says the qemu runs are
 # skipped, and everything else runs (AARCH64=0 tells run_tests.sh).
-test: compile-deps
+test: compile-deps packaging-deps
 	@if NEED_SKIPPING="the AArch64 (qemu) runs are skipped (they need: $(AARCH64_PKGS))" \
 	    $(MAKE) --no-print-directory -s aarch64-deps 2>/dev/null; then a64=1; else a64=0; fi; \
 	 bins="$(BUILD)/nbwd_tests $(BUILD)/nbwd_tests_emu $(BUILD)/nbwd_tests_gnu"; \
@@ -115,15 +135,33 @@ compile-check: compile-deps
 compile-cost: compile-deps
 	@BUILD=$(BUILD) tools/compile_cost.sh
 
+# The examples as a user builds them (gcc and clang, -O2, with and without
+# OpenMP), each run's output against examples/NAME.expected; then the
+# README's example block against examples/quickstart.c (tools/check_examples.sh).
+examples: compile-deps
+	@BUILD=$(BUILD) CC=$(CC) tools/check_examples.sh; a=$$?; \
+	 BUILD=$(BUILD) tools/check_examples.sh readme && exit $$a
+
+# CMake (add_subdirectory; cmake --install + find_package) and pkg-config
+# (make install into $(BUILD)/packaging), each with and without OpenMP,
+# through tests/cmake_consumer (tools/check_packaging.sh).
+check-packaging: compile-deps packaging-deps
+	@BUILD=$(BUILD) CC=$(CC) tools/check_packaging.sh
+
 # objdump proof that a plain -O2 build carries real AVX2 and AVX-512 code.
 check-isa: deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_isa.sh
 
+# The headers and the pkg-config files; norm_bwd_gpu.h only with GPU_HEADER=1
+# (the CUDA path has never run on a GPU).
 install:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 norm_bwd.h norm_bwd_simd.h $(DESTDIR)$(PREFIX)/include/
-	test ! -f norm_bwd_gpu.h || install -m 644 norm_bwd_gpu.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' tools/norm_bwd.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/norm_bwd.pc
+	if [ "$(GPU_HEADER)" = 1 ]; then install -m 644 norm_bwd_gpu.h $(DESTDIR)$(PREFIX)/include/; fi
+	for pc in norm_bwd norm_bwd-openmp; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(NBWD_VERSION)|' \
+	        tools/$$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD)

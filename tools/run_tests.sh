@@ -7,8 +7,12 @@
 #   neon      the AArch64 build under qemu-aarch64 (cortex-a53 and max, --quick;
 #             neon_bf16 under max, which has BF16, and skipped on cortex-a53)
 #   quick     native paths with --quick
+#   packaging the examples (make examples: the README's example block is a
+#             run of its own) and the CMake and pkg-config routes (make
+#             check-packaging)
 #   all       compile-cost (first: its timings want an idle machine), compile-check
-#             (its core matrix), check-isa, native, emulated, neon (if built)
+#             (its core matrix), check-isa, native, emulated, neon (if built),
+#             packaging
 set -u
 B=${BUILD:-build}
 LOG=$B/test-logs
@@ -139,11 +143,19 @@ neon() {
     QEMU_CPU=cortex-a53 run "aarch64 cortex-a53 scalar openmp" qemu-aarch64 "$B/nbwd_tests_a64_omp" --isa scalar --quick
 }
 
+# --- examples/, CMake and pkg-config (tools/check_examples.sh, tools/check_packaging.sh)
+packaging() {
+    run "examples" tools/check_examples.sh
+    run "README example block = examples/quickstart.c" tools/check_examples.sh readme
+    run "packaging: CMake and pkg-config" tools/check_packaging.sh
+}
+
 case "${1:-all}" in
     native) native ;;
     quick) native --quick ;;
     emulated) emulated ;;
     neon) neon ;;
+    packaging) packaging ;;
     all)
         run "compile-cost" tools/compile_cost.sh
         MATRIX=core run "compile-check (core)" tools/compile_check.sh
@@ -151,8 +163,9 @@ case "${1:-all}" in
         native
         emulated
         neon
+        packaging
         ;;
-    *) echo "usage: $0 native|quick|emulated|neon|all"; exit 2 ;;
+    *) echo "usage: $0 native|quick|emulated|neon|packaging|all"; exit 2 ;;
 esac
 echo "$RUNS test runs, $BROKEN that printed no result"
 echo "$PASS passed, $FAIL failed"
