@@ -184,10 +184,11 @@
    The *_workspace_size queries return the scratch size for a descriptor (for
    any choice of outputs). Pass a workspace of at least that size, or NULL to
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
-   Stack: a call uses about 14 KiB of the calling thread's stack and 12 KiB
+   Stack: a call uses about 15 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
-   keep between the row's sums and its dx (f32 data: about 5 KiB).
+   keep between the row's sums and its dx (f32 data: about 5 KiB), or the
+   8 KiB of tiles that BatchNorm [N, C] with strided channels goes through.
 
    ============================================================================
    ERRORS AND GUARANTEES

@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         C = nxc ? dims[rank - 1] : dims[1];
         for (i = nxc ? 1 : 2; i < (nxc ? rank - 1 : rank); ++i) S *= dims[i];
         total = total ? nz : 0;
-        bfrom = layout == NBWD_NXC ? rank - 1 : 2; /* NCX [N, C]: no dense block, C strided freely */
+        bfrom = layout == NBWD_NXC && rank > 2 ? rank - 1 : 2; /* [N, C]: no dense block, C strided freely */
         bto = rank;
     }
     d.src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sx);
@@ -258,7 +258,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (sq == NBWD_OK) {
         switch (ws_mode) {
         case 2: case 3: case 5: ws_bytes = qbytes; break;
-        case 4: ws_bytes = qbytes - 1; break;
+        case 4: ws_bytes = qbytes > 0 ? qbytes - 1 : 0; break; /* empty problems need 0 */
         case 6: ws_bytes = 0; break;
         case 7: ws_bytes = qbytes + 4096; break;
         default: break;

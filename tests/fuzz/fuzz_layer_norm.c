@@ -288,7 +288,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (sq == NBWD_OK) {
         switch (ws_mode) {
         case 2: case 3: ws_bytes = qbytes; break;
-        case 4: ws_bytes = qbytes - 1; break;
+        case 4: ws_bytes = qbytes > 0 ? qbytes - 1 : 0; break; /* empty problems need 0 */
         case 5: ws_bytes = qbytes; break;
         case 6: ws_bytes = 0; break;
         case 7: ws_bytes = qbytes + 4096; break;
