@@ -11,6 +11,9 @@
 #                      find_package, with and without norm_bwd::openmp) and
 #                      pkg-config (norm_bwd, norm_bwd-openmp) with
 #                      tests/cmake_consumer
+#   make test-ports    the suite on i386 (gcc -m32: x87 and SSE2 math, every
+#                      x86 path) and big-endian s390x (qemu, -std=c99 and
+#                      gnu11) (tools/test_ports.sh; run by .ci/run)
 #   make compile-cost  the implementation file's compile time, memory and
 #                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
@@ -44,7 +47,7 @@ GPU_HEADER ?= 0
 NBWD_VERSION = $(shell awk '/^.define NBWD_VERSION_(MAJOR|MINOR|PATCH) /{ v[$$2] = $$3 } END { printf "%d.%d.%d", v["NBWD_VERSION_MAJOR"], v["NBWD_VERSION_MINOR"], v["NBWD_VERSION_PATCH"] }' norm_bwd.h)
 
 .PHONY: all test test-quick deps compile-deps aarch64-deps test-native test-emulated test-neon compile-check check-isa compile-cost install clean
-.PHONY: examples check-packaging packaging-deps
+.PHONY: examples check-packaging packaging-deps test-ports
 
 all: $(BUILD)/nbwd_tests
 
@@ -141,6 +144,11 @@ compile-cost: compile-deps
 examples: compile-deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_examples.sh; a=$$?; \
 	 BUILD=$(BUILD) tools/check_examples.sh readme && exit $$a
+
+# Other targets: i386 and s390x (tools/test_ports.sh installs what it needs
+# as root, else says what it skips).
+test-ports: deps
+	@BUILD=$(BUILD) tools/test_ports.sh
 
 # CMake (add_subdirectory; cmake --install + find_package) and pkg-config
 # (make install into $(BUILD)/packaging), each with and without OpenMP,

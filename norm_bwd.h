@@ -92,6 +92,9 @@
        float    nbwd_f16_to_f32(uint16_t)    uint16_t nbwd_f32_to_f16(float)
        void     nbwd_bf16_to_f32_n(const uint16_t *, float *, int64_t n) and
                 nbwd_f32_to_bf16_n, nbwd_f16_to_f32_n, nbwd_f32_to_f16_n
+     (32-bit x86 returns a float in an x87 register, which quiets a
+     signalling NaN: there nbwd_bf16_to_f32 and nbwd_f16_to_f32 return it with
+     the quiet bit set; the _n helpers keep every bit.)
    Dispatch:
        const char *nbwd_isa_name(nbwd_isa)   nbwd_isa nbwd_active_isa(void)
        nbwd_status nbwd_force_isa(nbwd_isa)  int nbwd_isa_supported(nbwd_isa)
@@ -253,7 +256,8 @@
    ============================================================================
    SIMD AND DISPATCH
    ============================================================================
-   Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64),
+   Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64;
+   on 32-bit x86 only in builds with SSE2 enabled),
    avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
    to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
    BFCVTN, Armv8.6 BF16). The sse path runs f32 data in SSE2 and hands
@@ -833,10 +837,13 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 #define NBWD__VW 1
 #define NBWD__V_ZERO() 0.0f
 #define NBWD__V_SET1(s) (s)
-#define NBWD__V_ADD(a, b) ((a) + (b))
-#define NBWD__V_SUB(a, b) ((a) - (b))
-#define NBWD__V_MUL(a, b) ((a) * (b))
-#define NBWD__V_FMA(a, b, c) ((a) * (b) + (c))
+/* Each operation rounds to float (a cast must, in standard C): where float
+   arithmetic runs wider (x87, FLT_EVAL_METHOD 1 or 2), the same value is
+   then the same float in every kernel that computes it. */
+#define NBWD__V_ADD(a, b) ((float)((a) + (b)))
+#define NBWD__V_SUB(a, b) ((float)((a) - (b)))
+#define NBWD__V_MUL(a, b) ((float)((a) * (b)))
+#define NBWD__V_FMA(a, b, c) ((float)((float)((a) * (b)) + (c)))
 #define NBWD__V_HSUM(v) (v)
 #define NBWD__V_LOAD(p) (*(p))
 #define NBWD__V_STORE(p, v) (*(p) = (v))

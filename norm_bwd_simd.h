@@ -147,7 +147,12 @@ static inline void nbwd__store_first_bytes(void *p, int bytes, nbwd__bytes16 b) 
 }
 
 /* ------------------------------------------------------------------ sse */
-#if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE) && (defined(NBWD__SIMD_X86) || defined(NBWD__SIMD_ARM64))
+/* (32-bit x86 built without SSE2: SIMDe would spell it in portable C, no
+   faster than scalar, passing vectors in a non-standard ABI: left out) */
+#if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE) &&                                             \
+    ((defined(NBWD__SIMD_X86) && (!(defined(__i386__) || defined(_M_IX86)) || defined(__SSE2__) ||             \
+                                  (defined(_M_IX86_FP) && _M_IX86_FP >= 2))) ||                                   \
+     defined(NBWD__SIMD_ARM64))
 #define NBWD__HAVE_SSE 1
 
 static inline float nbwd__sse_hsum(simde__m128 v) {

@@ -552,7 +552,9 @@ static const char *t_skip_reason(nbwd_isa isa) {
         return "an x86 path, and this is AArch64";
     if (isa == NBWD_ISA_NEON_BF16) return "this CPU (or QEMU_CPU) lacks BF16 (HWCAP2_BF16), or the build is not Linux gcc/clang";
 #endif
-    if (isa == NBWD_ISA_SSE) return "not compiled in (NORM_BWD_NO_SIMD or NORM_BWD_NO_SSE, or SIMDe missing at build time)";
+    if (isa == NBWD_ISA_SSE)
+        return "not compiled in (NORM_BWD_NO_SIMD or NORM_BWD_NO_SSE, SIMDe missing at build time, or 32-bit x86 "
+               "without SSE2)";
     return "not compiled into this build (NORM_BWD_NO_SIMD / NORM_BWD_NO_<ISA>) or the OS does not enable it";
 }
 

@@ -15,8 +15,9 @@
      AArch64 Linux: neon and sse (SIMDe translates it to NEON) always;
        neon_bf16 iff getauxval(AT_HWCAP2) & HWCAP2_BF16 (1 << 14).
    Compiled in (the configuration macros, as the header documents them):
-     NORM_BWD_NO_SIMD: scalar only. sse needs SIMDe (<simde/x86/sse2.h>) and
-     not NORM_BWD_NO_SSE; avx2/avx512/avx512_bf16 are x86 paths (avx512 also
+     NORM_BWD_NO_SIMD: scalar only. sse needs SIMDe (<simde/x86/sse2.h>),
+     not NORM_BWD_NO_SSE and, on 32-bit x86, a build with SSE2;
+     avx2/avx512/avx512_bf16 are x86 paths (avx512 also
      goes with NORM_BWD_NO_AVX2, avx512_bf16 with NORM_BWD_NO_AVX512 and needs
      gcc >= 10 or clang >= 9); neon is AArch64; neon_bf16 needs Linux
      gcc/clang and is never emulated.
@@ -73,7 +74,13 @@ static int td_compiled(void) {
 #endif
     (void)simde; (void)x86; (void)arm64; (void)emulate; (void)linux_gnuc; (void)bf16_compiler;
 #if !defined(NORM_BWD_NO_SSE)
-    if (simde && (x86 || arm64)) m |= TD_BIT(NBWD_ISA_SSE);
+    {
+        int sse_target = x86 || arm64;
+#if (defined(__i386__) || defined(_M_IX86)) && !defined(__SSE2__) && !(defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+        sse_target = 0; /* 32-bit x86 built without SSE2: the header leaves sse out */
+#endif
+        if (simde && sse_target) m |= TD_BIT(NBWD_ISA_SSE);
+    }
 #endif
 #if !defined(NORM_BWD_NO_AVX2)
     if (x86 || emulate) {

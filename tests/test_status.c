@@ -775,7 +775,7 @@ static void desc_defaults(void) {
     memset(&d, 0x5a, sizeof d);
     nbwd_layer_norm_bwd_desc_init(&d, 3, dims);
     CHECK(d.rank == 3 && d.dims[0] == 100 && d.dims[1] == 101 && d.dims[2] == 102, "LN desc_init: rank/dims");
-    CHECK(d.begin_norm_axis == -1 && d.use_affine == 1 && d.epsilon == 1e-5f,
+    CHECK(d.begin_norm_axis == -1 && d.use_affine == 1 && d.epsilon == (float)1e-5f, /* (rounded where float runs wider) */
           "LN desc_init: axis %lld affine %d epsilon %g (want -1, 1, 1e-5)", (long long)d.begin_norm_axis, d.use_affine,
           (double)d.epsilon);
     CHECK(d.stats_form == NBWD_STATS_MEAN_VARIANCE && d.data_dtype == NBWD_F32 && d.stats_dtype == NBWD_F32 &&

@@ -1,0 +1,106 @@
+#!/bin/sh
+# test_ports.sh - the test suite on targets other than the x86-64 host
+# (`make test-ports`, run by .ci/run):
+#   i386     gcc -m32, default flags (x87 float math) and -msse2
+#            -mfpmath=sse, every x86 path, run natively
+#   s390x    big-endian, float arithmetic evaluated in double under
+#            -std=c99: the scalar path, -std=c99 and -std=gnu11, under
+#            qemu-s390x
+# The runs use --quick (emulation is slow; the quick sweeps still cover
+# every kind of case). Builds and the two qemu runs go two at a time (the
+# machine has 2 cores). Each run prints one line: passed, failed, or skipped
+# with the reason (a missing package that cannot be installed). The last
+# line adds them up: "N passed, N failed".
+set -u
+B=${BUILD:-build}/ports
+NEED=tools/need.sh
+mkdir -p "$B"
+SRC="tests/impl.c tests/main.c tests/reference.c $(ls tests/test_*.c | tr '\n' ' ')"
+FLAGS="-O2 -Wall -Wextra -pedantic -Werror -DNORM_BWD_STREAM_BYTES=16384 -Itests -I."
+P=0 F=0
+
+# report LABEL LOG RC: one result line from the suite's last line
+report() {
+    label=$1 log=$2 rc=$3
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$last" ]; then
+        echo "--- $label: FAILED to run (exit $rc; log $log)"; tail -n 5 "$log"; F=$((F + 1)); return
+    fi
+    p=${last%% *}
+    f=$(echo "$last" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$rc" -eq 0 ] && grep -q 'skipped' "$log"; then
+        echo "--- $label: skipped ($(grep -m1 skipped "$log"))"
+        return
+    fi
+    P=$((P + p)); F=$((F + f))
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && F=$((F + 1))
+    echo "--- $label: $p passed, $f failed"
+    [ "$f" -ne 0 ] && grep -A3 'FAIL in' "$log" | head -n 20
+}
+# build OUT COMPILER FLAGS... (in the background: the caller waits)
+build() {
+    out=$1; shift
+    rm -f "$out"
+    "$@" $SRC -o "$out" -lm > "$out.build.log" 2>&1 &
+}
+built() { # LABEL OUT: did it build?
+    if [ -x "$2" ]; then return 0; fi
+    echo "--- $1: build FAILED"; head -n 20 "$2.build.log"; F=$((F + 1)); return 1
+}
+
+# i386: Debian's lib32gcc-12-dev and libc6-dev-i386 make gcc -m32 work
+# (gcc-multilib would remove the cross compilers).
+echo 'int main(void) { return 0; }' > "$B/m32.c"
+m32_ok() { gcc -m32 "$B/m32.c" -o "$B/m32" 2>/dev/null && "$B/m32"; }
+i386=0
+if m32_ok || { NEED_SKIPPING="i386 skipped" $NEED lib32gcc-12-dev 'test -f /usr/lib/gcc/x86_64-linux-gnu/12/32/libgcc.a' &&
+               NEED_SKIPPING="i386 skipped" $NEED libc6-dev-i386 'test -f /usr/lib32/crt1.o' && m32_ok; }; then
+    i386=1
+else
+    echo "--- i386: skipped (gcc -m32 cannot build a program: lib32gcc-12-dev, libc6-dev-i386)"
+fi
+s390x=0
+if { command -v s390x-linux-gnu-gcc && command -v qemu-s390x; } >/dev/null 2>&1 ||
+   { NEED_SKIPPING="s390x skipped" $NEED gcc-s390x-linux-gnu 'command -v s390x-linux-gnu-gcc' &&
+     NEED_SKIPPING="s390x skipped" $NEED libc6-dev-s390x-cross 'test -f /usr/s390x-linux-gnu/include/stdio.h' &&
+     NEED_SKIPPING="s390x skipped" $NEED qemu-user 'command -v qemu-s390x'; }; then
+    s390x=1
+else
+    echo "--- s390x: skipped (needs gcc-s390x-linux-gnu, libc6-dev-s390x-cross and qemu-user)"
+fi
+
+if [ $i386 = 1 ]; then
+    build "$B/i386_x87" gcc -m32 -std=c99 $FLAGS -fopenmp
+    build "$B/i386_sse2" gcc -m32 -std=c99 -msse2 -mfpmath=sse $FLAGS -fopenmp
+    wait
+fi
+if [ $s390x = 1 ]; then
+    build "$B/s390x_c99" s390x-linux-gnu-gcc -std=c99 $FLAGS
+    build "$B/s390x_gnu11" s390x-linux-gnu-gcc -std=gnu11 $FLAGS
+    wait
+fi
+if [ $i386 = 1 ]; then
+    for mode in x87 sse2; do
+        built "i386 $mode" "$B/i386_$mode" || continue
+        for isa in scalar sse avx2 avx512 avx512_bf16; do
+            "$B/i386_$mode" --isa $isa --quick > "$B/i386_$mode.$isa.log" 2>&1
+            report "i386 ($mode math) $isa" "$B/i386_$mode.$isa.log" $?
+        done
+    done
+fi
+if [ $s390x = 1 ]; then
+    for std in c99 gnu11; do
+        if built "s390x $std" "$B/s390x_$std"; then
+            ( QEMU_LD_PREFIX=/usr/s390x-linux-gnu qemu-s390x "$B/s390x_$std" --isa scalar --quick \
+                  > "$B/s390x_$std.log" 2>&1; echo $? > "$B/s390x_$std.rc" ) &
+        fi
+    done
+    wait
+    for std in c99 gnu11; do
+        [ -f "$B/s390x_$std.rc" ] && report "s390x -std=$std scalar (qemu)" "$B/s390x_$std.log" "$(cat "$B/s390x_$std.rc")"
+        rm -f "$B/s390x_$std.rc"
+    done
+fi
+
+echo "$P passed, $F failed"
+[ $F -eq 0 ]
