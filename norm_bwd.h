@@ -231,7 +231,9 @@
      NORM_BWD_STATIC            make every function static to this file
      NORM_BWD_MALLOC(size)      allocator (define both or neither);
      NORM_BWD_FREE(ptr)         default malloc/free
-     NORM_BWD_NO_SIMD           scalar path only (norm_bwd_simd.h not needed)
+     NORM_BWD_NO_SIMD           scalar path only (norm_bwd_simd.h not needed;
+                                then plain C99 is enough: no intrinsics,
+                                inline assembly or GNU builtins, e.g. tcc)
      NORM_BWD_NO_SSE, NORM_BWD_NO_AVX2, NORM_BWD_NO_AVX512, NORM_BWD_NO_NEON,
      NORM_BWD_NO_AVX512_BF16, NORM_BWD_NO_NEON_BF16
                                 leave one SIMD path out (and its compile
@@ -536,7 +538,7 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__NOINLINE static __declspec(noinline)
 #define NBWD__PREFETCH(addr) ((void)(addr))
 #define NBWD__PREFETCH_L2(addr) ((void)(addr))
-#else
+#elif defined(__GNUC__) || defined(__clang__)
 #if defined(__OPTIMIZE__)
 #define NBWD__INLINE static inline __attribute__((always_inline))
 #else
@@ -547,6 +549,11 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
    low temporal locality (x86 prefetcht2) */
 #define NBWD__PREFETCH(addr) __builtin_prefetch((const void *)(addr))
 #define NBWD__PREFETCH_L2(addr) __builtin_prefetch((const void *)(addr), 0, 1)
+#else /* any other C99 compiler (tcc): plain C */
+#define NBWD__INLINE static inline
+#define NBWD__NOINLINE static
+#define NBWD__PREFETCH(addr) ((void)(addr))
+#define NBWD__PREFETCH_L2(addr) ((void)(addr))
 #endif
 
 #define NBWD__CAT_(a, b) a##b
@@ -898,9 +905,12 @@ static int nbwd__forced_isa; /* nbwd_force_isa; 0 = none */
 #include <intrin.h>
 #define NBWD__ATOMIC_LOAD(p) (*(volatile int *)(p))
 #define NBWD__ATOMIC_STORE(p, v) (*(volatile int *)(p) = (v))
-#else
+#elif defined(__GNUC__) || defined(__clang__)
 #define NBWD__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define NBWD__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#else /* other compilers: an int written whole (racing writers store the same value) */
+#define NBWD__ATOMIC_LOAD(p) (*(volatile int *)(p))
+#define NBWD__ATOMIC_STORE(p, v) (*(volatile int *)(p) = (v))
 #endif
 
 static const nbwd__kernels *nbwd__compiled(nbwd_isa isa) {
@@ -928,7 +938,10 @@ static const nbwd__kernels *nbwd__compiled(nbwd_isa isa) {
     }
 }
 
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+/* CPU detection, where an x86 SIMD path is compiled in (a scalar-only build
+   needs no cpuid, and so no inline assembly) */
+#if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)) &&                      \
+    (defined(NBWD__HAVE_SSE) || defined(NBWD__HAVE_AVX2) || defined(NBWD__HAVE_AVX512))
 #define NBWD__X86 1
 /* CPUID feature bits (Intel SDM vol. 2A, CPUID) and the XCR0 state the OS
    must enable for them */

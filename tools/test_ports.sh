@@ -6,6 +6,8 @@
 #   s390x    big-endian, float arithmetic evaluated in double under
 #            -std=c99: the scalar path, -std=c99 and -std=gnu11, under
 #            qemu-s390x
+#   tcc      a C99 compiler with no GNU extensions (inline assembly, atomic
+#            builtins, attributes): NORM_BWD_NO_SIMD, the scalar path
 # The runs use --quick (emulation is slow; the quick sweeps still cover
 # every kind of case). Builds and the two qemu runs go two at a time (the
 # machine has 2 cores). Each run prints one line: passed, failed, or skipped
@@ -69,6 +71,17 @@ else
     echo "--- s390x: skipped (needs gcc-s390x-linux-gnu, libc6-dev-s390x-cross and qemu-user)"
 fi
 
+tcc=0
+if command -v tcc >/dev/null 2>&1 || NEED_SKIPPING="tcc skipped" $NEED tcc 'command -v tcc'; then
+    tcc=1
+else
+    echo "--- tcc: skipped (needs tcc)"
+fi
+
+if [ $tcc = 1 ]; then
+    rm -f "$B/tcc"
+    tcc -Wall -Werror -DNORM_BWD_NO_SIMD -DNORM_BWD_STREAM_BYTES=16384 -Itests -I. $SRC -o "$B/tcc" -lm > "$B/tcc.build.log" 2>&1
+fi
 if [ $i386 = 1 ]; then
     build "$B/i386_x87" gcc -m32 -std=c99 $FLAGS -fopenmp
     build "$B/i386_sse2" gcc -m32 -std=c99 -msse2 -mfpmath=sse $FLAGS -fopenmp
@@ -87,6 +100,10 @@ if [ $i386 = 1 ]; then
             report "i386 ($mode math) $isa" "$B/i386_$mode.$isa.log" $?
         done
     done
+fi
+if [ $tcc = 1 ] && built "tcc" "$B/tcc"; then
+    "$B/tcc" --isa scalar --quick > "$B/tcc.log" 2>&1
+    report "tcc NORM_BWD_NO_SIMD scalar" "$B/tcc.log" $?
 fi
 if [ $s390x = 1 ]; then
     for std in c99 gnu11; do
