@@ -2004,19 +2004,42 @@ static int nbwd__max_threads(int requested) {
     return 1;
 #endif
 }
-static void nbwd__call_line(const char *entry, const char *shape, int dt, int sdt, int pdt, int form, const char *outputs,
-                            nbwd_isa isa, int threads, double seconds, nbwd_status s) {
-    const nbwd__kernels *k = s == NBWD_OK ? nbwd__select(isa) : NULL;
-    fprintf(stderr, "norm_bwd: %s %s data %s stats %s params %s %s outputs %s path %s threads<=%d %.3f ms%s\n", entry,
-            shape, nbwd__dtype_name(dt), nbwd__dtype_name(sdt), nbwd__dtype_name(pdt), nbwd__form_name(form), outputs,
-            k ? nbwd_isa_name(k->isa) : "-", threads, seconds * 1e3, s == NBWD_OK ? "" : " (rejected)");
-}
 static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
     static const char *const text[8] = {"none",     "diff_src",           "diff_gamma",
                                         "diff_src,diff_gamma", "diff_beta", "diff_src,diff_beta",
                                         "diff_gamma,diff_beta", "diff_src,diff_gamma,diff_beta"};
     return text[(dx ? 1 : 0) | (dg ? 2 : 0) | (db ? 4 : 0)];
 }
+/* The fields both descriptors and both argument structs share, for the
+   line of a call: op, dims, what tells the normalized set (axis, layout),
+   dtypes, form, outputs, path, thread limit, time. */
+typedef struct nbwd__call {
+    const char *op, *set;
+    int rank, dt, sdt, pdt, form, num_threads;
+    const int64_t *dims;
+    nbwd_isa isa;
+    const void *dx, *dg, *db;
+    int have_args;
+} nbwd__call;
+static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) {
+    const nbwd__kernels *k = s == NBWD_OK ? nbwd__select(c->isa) : NULL;
+    char shape[200];
+    nbwd__dims_text(shape, sizeof shape, c->rank, c->dims);
+    fprintf(stderr, "norm_bwd: %s %s %s data %s stats %s params %s %s outputs %s path %s threads<=%d %.3f ms%s\n",
+            c->op, shape, c->set, nbwd__dtype_name(c->dt), nbwd__dtype_name(c->sdt), nbwd__dtype_name(c->pdt),
+            nbwd__form_name(c->form), c->have_args ? nbwd__outputs_text(c->dx, c->dg, c->db) : "-",
+            k ? nbwd_isa_name(k->isa) : "-", nbwd__max_threads(c->num_threads), seconds * 1e3,
+            s == NBWD_OK ? "" : " (rejected)");
+}
+/* The shared fields of desc d and args a (either operation's) */
+#define NBWD__CALL_OF(c, d, a)                                                                                        \
+    do {                                                                                                              \
+        (c).rank = (d)->rank; (c).dims = (d)->dims; (c).dt = (int)(d)->data_dtype;                                    \
+        (c).sdt = (int)(d)->stats_dtype; (c).pdt = (int)(d)->param_dtype; (c).form = (int)(d)->stats_form;            \
+        (c).num_threads = (d)->num_threads; (c).isa = (d)->isa; (c).have_args = (a) != NULL;                          \
+        (c).dx = (a) ? (a)->diff_src : NULL; (c).dg = (a) ? (a)->diff_gamma : NULL;                                   \
+        (c).db = (a) ? (a)->diff_beta : NULL;                                                                         \
+    } while (0)
 
 NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
@@ -2026,13 +2049,13 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     nbwd__msg[0] = 0;
     s = nbwd__finish("nbwd_layer_norm_bwd", nbwd__layer_norm_bwd(desc, args, workspace, workspace_bytes));
     if (verbose >= 2 && desc) {
-        char shape[200];
-        nbwd__dims_text(shape, sizeof shape - 40, desc->rank, desc->dims);
-        snprintf(shape + strlen(shape), 40, " axis %lld", (long long)desc->begin_norm_axis);
-        nbwd__call_line("layer_norm_bwd", shape, (int)desc->data_dtype, (int)desc->stats_dtype,
-                        (int)desc->param_dtype, (int)desc->stats_form,
-                        args ? nbwd__outputs_text(args->diff_src, args->diff_gamma, args->diff_beta) : "-", desc->isa,
-                        nbwd__max_threads(desc->num_threads), nbwd__now() - t0, s);
+        nbwd__call c;
+        char axis[32];
+        snprintf(axis, sizeof axis, "axis %lld", (long long)desc->begin_norm_axis);
+        NBWD__CALL_OF(c, desc, args);
+        c.op = "layer_norm_bwd";
+        c.set = axis;
+        nbwd__call_line(&c, nbwd__now() - t0, s);
     }
     return s;
 }
@@ -2514,13 +2537,11 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
     nbwd__msg[0] = 0;
     s = nbwd__finish("nbwd_batch_norm_bwd", nbwd__batch_norm_bwd(desc, args, workspace, workspace_bytes));
     if (verbose >= 2 && desc) {
-        char shape[200];
-        nbwd__dims_text(shape, sizeof shape - 40, desc->rank, desc->dims);
-        snprintf(shape + strlen(shape), 40, " %s", desc->layout == NBWD_NCX ? "NCX" : "NXC");
-        nbwd__call_line("batch_norm_bwd", shape, (int)desc->data_dtype, (int)desc->stats_dtype,
-                        (int)desc->param_dtype, (int)desc->stats_form,
-                        args ? nbwd__outputs_text(args->diff_src, args->diff_gamma, args->diff_beta) : "-", desc->isa,
-                        nbwd__max_threads(desc->num_threads), nbwd__now() - t0, s);
+        nbwd__call c;
+        NBWD__CALL_OF(c, desc, args);
+        c.op = "batch_norm_bwd";
+        c.set = desc->layout == NBWD_NCX ? "NCX" : "NXC";
+        nbwd__call_line(&c, nbwd__now() - t0, s);
     }
     return s;
 }
