@@ -13,8 +13,9 @@
 #                      tests/cmake_consumer
 #   make test-ports    the suite on i386 (gcc -m32: x87 and SSE2 math, every
 #                      x86 path), big-endian s390x (qemu, -std=c99 and
-#                      gnu11) and built by tcc (NORM_BWD_NO_SIMD)
-#                      (tools/test_ports.sh; run by .ci/run)
+#                      gnu11), wasm32-wasi -msimd128 (node) and built by
+#                      tcc (NORM_BWD_NO_SIMD) (tools/test_ports.sh; run by
+#                      .ci/run)
 #   make compile-cost  the implementation file's compile time, memory and
 #                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
@@ -146,8 +147,8 @@ examples: compile-deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_examples.sh; a=$$?; \
 	 BUILD=$(BUILD) tools/check_examples.sh readme && exit $$a
 
-# Other targets: i386, s390x, tcc (tools/test_ports.sh installs what it
-# needs as root, else says what it skips).
+# Other targets: i386, s390x, wasm32, tcc (tools/test_ports.sh installs
+# what it needs as root, else says what it skips).
 test-ports: deps
 	@BUILD=$(BUILD) tools/test_ports.sh
 

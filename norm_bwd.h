@@ -259,7 +259,8 @@
    SIMD AND DISPATCH
    ============================================================================
    Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64;
-   on 32-bit x86 only in builds with SSE2 enabled),
+   SIMD128 on WebAssembly built with -msimd128, chosen by the build; on
+   32-bit x86 only in builds with SSE2 enabled),
    avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
    to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
    BFCVTN, Armv8.6 BF16). The sse path runs f32 data in SSE2 and hands
@@ -498,7 +499,7 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #include <string.h>
 #if defined(_OPENMP)
 #include <omp.h>
-#elif defined(__unix__) || defined(__APPLE__) || defined(__MINGW32__)
+#elif defined(__unix__) || defined(__APPLE__) || defined(__MINGW32__) || defined(__wasi__)
 #include <sys/time.h> /* gettimeofday: NORM_BWD_VERBOSE=2 timings */
 #define NBWD__HAVE_GETTIMEOFDAY 1
 #else
@@ -1013,6 +1014,8 @@ static int nbwd__cpu_paths(void) {
 #if defined(NBWD__HAVE_NEON_BF16)
     if (getauxval(AT_HWCAP2) & NBWD__HWCAP2_BF16) paths |= 1 << NBWD_ISA_NEON_BF16;
 #endif
+#elif defined(__wasm__) && defined(NBWD__HAVE_SSE)
+    paths |= 1 << NBWD_ISA_SSE; /* SIMD128: the build decides, there is no run-time detection */
 #endif
 #if defined(NBWD__EMULATED_PATHS)
     paths |= NBWD__EMULATED_PATHS; /* SIMDe-emulated: runs on any CPU */

@@ -54,6 +54,9 @@
 #if defined(__aarch64__) || defined(_M_ARM64)
 #define NBWD__SIMD_ARM64 1
 #endif
+#if defined(__wasm_simd128__)
+#define NBWD__SIMD_WASM 1 /* WebAssembly built with SIMD128: SIMDe spells sse in it */
+#endif
 
 #if defined(__has_include)
 #if __has_include(<simde/x86/sse2.h>)
@@ -152,7 +155,7 @@ static inline void nbwd__store_first_bytes(void *p, int bytes, nbwd__bytes16 b) 
 #if defined(NBWD__SIMD_HAVE_SIMDE) && !defined(NORM_BWD_NO_SSE) &&                                             \
     ((defined(NBWD__SIMD_X86) && (!(defined(__i386__) || defined(_M_IX86)) || defined(__SSE2__) ||             \
                                   (defined(_M_IX86_FP) && _M_IX86_FP >= 2))) ||                                   \
-     defined(NBWD__SIMD_ARM64))
+     defined(NBWD__SIMD_ARM64) || defined(NBWD__SIMD_WASM))
 #define NBWD__HAVE_SSE 1
 
 static inline float nbwd__sse_hsum(simde__m128 v) {
@@ -867,6 +870,7 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
    NBWD__EMULATED_PATHS). */
 #undef NBWD__SIMD_X86
 #undef NBWD__SIMD_ARM64
+#undef NBWD__SIMD_WASM
 #undef NBWD__SIMD_HAVE_SIMDE
 #undef NBWD__MM
 #undef NBWD__MM256

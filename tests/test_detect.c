@@ -16,7 +16,8 @@
        neon_bf16 iff getauxval(AT_HWCAP2) & HWCAP2_BF16 (1 << 14).
    Compiled in (the configuration macros, as the header documents them):
      NORM_BWD_NO_SIMD: scalar only. sse needs SIMDe (<simde/x86/sse2.h>),
-     not NORM_BWD_NO_SSE and, on 32-bit x86, a build with SSE2;
+     not NORM_BWD_NO_SSE and, on 32-bit x86, a build with SSE2 (on
+     WebAssembly: a build with -msimd128, which alone decides);
      avx2/avx512/avx512_bf16 are x86 paths (avx512 also
      goes with NORM_BWD_NO_AVX2, avx512_bf16 with NORM_BWD_NO_AVX512 and needs
      gcc >= 10 or clang >= 9); neon is AArch64; neon_bf16 needs Linux
@@ -76,6 +77,9 @@ static int td_compiled(void) {
 #if !defined(NORM_BWD_NO_SSE)
     {
         int sse_target = x86 || arm64;
+#if defined(__wasm_simd128__)
+        sse_target = 1; /* SIMDe spells sse in SIMD128 */
+#endif
 #if (defined(__i386__) || defined(_M_IX86)) && !defined(__SSE2__) && !(defined(_M_IX86_FP) && _M_IX86_FP >= 2)
         sse_target = 0; /* 32-bit x86 built without SSE2: the header leaves sse out */
 #endif
@@ -173,6 +177,9 @@ static int td_cpu(char *what, size_t what_size) {
 #elif defined(__aarch64__) || defined(_M_ARM64)
     m |= TD_BIT(NBWD_ISA_NEON) | TD_BIT(NBWD_ISA_SSE);
     snprintf(what, what_size, "aarch64 (no HWCAP2 here: no neon_bf16)");
+#elif defined(__wasm_simd128__)
+    m |= TD_BIT(NBWD_ISA_SSE); /* SIMDe's sse in SIMD128: the build decides */
+    snprintf(what, what_size, "wasm with SIMD128 (no run-time detection: the build's -msimd128)");
 #else
     snprintf(what, what_size, "no feature detection on this target: scalar only");
 #endif

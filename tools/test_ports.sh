@@ -8,6 +8,8 @@
 #            qemu-s390x
 #   tcc      a C99 compiler with no GNU extensions (inline assembly, atomic
 #            builtins, attributes): NORM_BWD_NO_SIMD, the scalar path
+#   wasm32   clang --target=wasm32-wasi -msimd128 (the sse path in SIMD128
+#            through SIMDe, and scalar), run under node's WASI
 # The runs use --quick (emulation is slow; the quick sweeps still cover
 # every kind of case). Builds and the two qemu runs go two at a time (the
 # machine has 2 cores). Each run prints one line: passed, failed, or skipped
@@ -78,6 +80,19 @@ else
     echo "--- tcc: skipped (needs tcc)"
 fi
 
+wasm=0
+if command -v node >/dev/null 2>&1 &&
+   NEED_SKIPPING="wasm32 skipped" $NEED wasi-libc 'test -f /usr/lib/wasm32-wasi/libc.a' &&
+   NEED_SKIPPING="wasm32 skipped" $NEED libclang-rt-14-dev-wasm32 \
+       'ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a'; then
+    wasm=1
+else
+    echo "--- wasm32: skipped (needs node, wasi-libc and libclang-rt-14-dev-wasm32)"
+fi
+
+if [ $wasm = 1 ]; then
+    build "$B/suite.wasm" clang --target=wasm32-wasi --sysroot=/usr -msimd128 -std=c99 $FLAGS
+fi
 if [ $tcc = 1 ]; then
     rm -f "$B/tcc"
     tcc -Wall -Werror -DNORM_BWD_NO_SIMD -DNORM_BWD_STREAM_BYTES=16384 -Itests -I. $SRC -o "$B/tcc" -lm > "$B/tcc.build.log" 2>&1
@@ -99,6 +114,13 @@ if [ $i386 = 1 ]; then
             "$B/i386_$mode" --isa $isa --quick > "$B/i386_$mode.$isa.log" 2>&1
             report "i386 ($mode math) $isa" "$B/i386_$mode.$isa.log" $?
         done
+    done
+fi
+wait
+if [ $wasm = 1 ] && built "wasm32" "$B/suite.wasm"; then
+    for isa in sse scalar; do
+        node tools/run_wasi.mjs "$B/suite.wasm" --isa $isa --quick > "$B/wasm.$isa.log" 2>&1
+        report "wasm32 SIMD128 (node) $isa" "$B/wasm.$isa.log" $?
     done
 fi
 if [ $tcc = 1 ] && built "tcc" "$B/tcc"; then
