@@ -904,12 +904,12 @@ static int nbwd__forced_isa; /* nbwd_force_isa; 0 = none */
 
 #if defined(NBWD__MSVC)
 #include <intrin.h>
-#define NBWD__ATOMIC_LOAD(p) (*(volatile int *)(p))
-#define NBWD__ATOMIC_STORE(p, v) (*(volatile int *)(p) = (v))
-#elif defined(__GNUC__) || defined(__clang__)
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(NBWD__MSVC)
 #define NBWD__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define NBWD__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#else /* other compilers: an int written whole (racing writers store the same value) */
+#else /* MSVC (volatile has acquire/release semantics there) and plain C99
+         compilers: an int written whole, racing writers store the same value */
 #define NBWD__ATOMIC_LOAD(p) (*(volatile int *)(p))
 #define NBWD__ATOMIC_STORE(p, v) (*(volatile int *)(p) = (v))
 #endif
@@ -1236,8 +1236,9 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
             return nbwd__fail(NBWD_ERR_BAD_DTYPE, "desc.%s = %d is not NBWD_F32, NBWD_F16 or NBWD_BF16", name[i], v[i]);
     for (i = 1; i < 3; ++i)
         if (v[i] != NBWD_F32 && v[i] != dt)
-            return nbwd__fail(NBWD_ERR_BAD_DTYPE, "desc.%s = %s with data_dtype = %s: it must be f32 or the data's type",
-                              name[i], nbwd__dtype_name(v[i]), nbwd__dtype_name(dt));
+            return nbwd__fail(NBWD_ERR_BAD_DTYPE,
+                              "desc.%s = %s with data_dtype = %s: it must be f32 or the data's type", name[i],
+                              nbwd__dtype_name(v[i]), nbwd__dtype_name(dt));
     return NBWD_OK;
 }
 
@@ -1251,7 +1252,8 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int num_threads,
     if (num_threads < 0)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.num_threads = %d: 0 (OpenMP's default) or a thread count",
                           num_threads);
-    if (isa < 0 || isa >= NBWD_ISA_COUNT) return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.isa = %d is not an nbwd_isa", isa);
+    if (isa < 0 || isa >= NBWD_ISA_COUNT)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.isa = %d is not an nbwd_isa", isa);
     if (form == NBWD_STATS_MEAN_VARIANCE && !(eps > 0.0f && (double)eps <= 3.4028234663852886e38))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, /* also rejects NaN and infinity */
                           "desc.epsilon = %g: the NBWD_STATS_MEAN_VARIANCE form needs a finite epsilon > 0",
@@ -1266,11 +1268,12 @@ static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *c
     int64_t nz = 1;
     int d, empty = 0;
     for (d = from; d < to; ++d) {
-        if (dims[d] < 0) return nbwd__fail(NBWD_ERR_BAD_SHAPE, "desc.dims[%d] = %lld is negative", d, (long long)dims[d]);
+        if (dims[d] < 0)
+            return nbwd__fail(NBWD_ERR_BAD_SHAPE, "desc.dims[%d] = %lld is negative", d, (long long)dims[d]);
         if (dims[d] == 0) empty = 1;
         else if (!nbwd__mul_ok(nz, dims[d], &nz))
-            return nbwd__fail(NBWD_ERR_BAD_SHAPE, "the product of desc.dims exceeds INT64_MAX / 16 elements (at dims[%d])",
-                              d);
+            return nbwd__fail(NBWD_ERR_BAD_SHAPE,
+                              "the product of desc.dims exceeds INT64_MAX / 16 elements (at dims[%d])", d);
     }
     *count = empty ? 0 : nz;
     return NBWD_OK;
@@ -1583,7 +1586,7 @@ static const void *nbwd__spread_of(int form, const void *variance, const void *r
     return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
 }
 
-static const char *nbwd__ln_x_name(int form) { return form == NBWD_STATS_XHAT_STD ? "xhat" : "src"; }
+static const char *nbwd__x_name(int form) { return form == NBWD_STATS_XHAT_STD ? "xhat" : "src"; }
 static const char *nbwd__spread_name(int form) {
     return form == NBWD_STATS_MEAN_VARIANCE ? "variance" : form == NBWD_STATS_MEAN_RSTD ? "rstd" : "std";
 }
@@ -1594,13 +1597,13 @@ static nbwd_status nbwd__check_stats_args(int form, const void *src, const void 
                                           int64_t data_elems, int64_t stat_elems) {
     const void *x = nbwd__x_of(form, src, xhat), *spread = nbwd__spread_of(form, variance, rstd, std_);
     /* An input of another form given: the caller has mixed up the forms. */
-    const void *given[5];
-    static const char *const name[5] = {"src", "mean", "xhat", "variance", "rstd"};
-    static const int needs[5] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
-                                 NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD};
+    const void *given[6];
+    static const char *const name[6] = {"src", "mean", "xhat", "variance", "rstd", "std"};
+    static const int needs[6] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
+                                 NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD,     NBWD_STATS_XHAT_STD};
     int i;
-    given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd;
-    for (i = 0; i < 5; ++i) {
+    given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd; given[5] = std_;
+    for (i = 0; i < 6; ++i) { /* src and mean belong to both mean forms */
         int belongs = i < 2 ? form != NBWD_STATS_XHAT_STD : form == needs[i];
         if (given[i] && !belongs)
             return nbwd__fail(NBWD_ERR_BAD_PARAM,
@@ -1609,17 +1612,11 @@ static nbwd_status nbwd__check_stats_args(int form, const void *src, const void 
                               name[i], nbwd__form_name(form), i < 2 ? "NBWD_STATS_MEAN_VARIANCE (or _MEAN_RSTD)"
                                                                     : nbwd__form_name(needs[i]));
     }
-    if (std_ && form != NBWD_STATS_XHAT_STD)
-        return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "args.std is set but desc.stats_form is %s, which does not read it: set stats_form = "
-                          "NBWD_STATS_XHAT_STD (with args.xhat) or pass the form's own inputs",
-                          nbwd__form_name(form));
     if (data_elems > 0 && !x)
-        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
-                          form == NBWD_STATS_XHAT_STD ? "xhat" : "src", nbwd__form_name(form));
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)", nbwd__x_name(form),
+                          nbwd__form_name(form));
     if (stat_elems > 0 && !spread)
-        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
-                          form == NBWD_STATS_MEAN_VARIANCE ? "variance" : form == NBWD_STATS_MEAN_RSTD ? "rstd" : "std",
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)", nbwd__spread_name(form),
                           nbwd__form_name(form));
     if (stat_elems > 0 && form != NBWD_STATS_XHAT_STD && !mean)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.mean is NULL (desc.stats_form is %s)", nbwd__form_name(form));
@@ -1820,8 +1817,8 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bw
     nbwd__ln_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
-    if (!bytes) return nbwd__finish("nbwd_layer_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__ln_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    if (!bytes) s = nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL");
+    else if ((s = nbwd__ln_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
     return nbwd__finish("nbwd_layer_norm_bwd_workspace_size", s);
 }
 
@@ -1836,7 +1833,7 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     int out[NBWD__MAX_SPANS] = {0}, i;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
     const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
-    names[0] = nbwd__ln_x_name(p->form);
+    names[0] = nbwd__x_name(p->form);
     names[4] = nbwd__spread_name(p->form);
     if ((a->diff_gamma || a->diff_beta) && !p->affine)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
@@ -1851,7 +1848,8 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
                           "means gamma = 1)");
     for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
     if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
-        return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.diff_src_strides make two elements of args.diff_src share an address");
+        return nbwd__fail(NBWD_ERR_BAD_STRIDES,
+                          "desc.diff_src_strides make two elements of args.diff_src share an address");
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
     sp[0] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__TX], esz);
@@ -2188,8 +2186,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bw
     nbwd__bn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
-    if (!bytes) return nbwd__finish("nbwd_batch_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__bn_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    if (!bytes) s = nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL");
+    else if ((s = nbwd__bn_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
     return nbwd__finish("nbwd_batch_norm_bwd_workspace_size", s);
 }
 
@@ -2204,7 +2202,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
     const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
-    names[0] = nbwd__ln_x_name(p->form);
+    names[0] = nbwd__x_name(p->form);
     names[4] = nbwd__spread_name(p->form);
     if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set without args.%s: BatchNorm computes both or neither",
@@ -2221,7 +2219,8 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
         ++nod;
     }
     if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
-        return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.diff_src_strides make two elements of args.diff_src share an address");
+        return nbwd__fail(NBWD_ERR_BAD_STRIDES,
+                          "desc.diff_src_strides make two elements of args.diff_src share an address");
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
     for (i = 0; i < 3; ++i)

@@ -71,35 +71,34 @@ static void tset_free(tset *s) {
     for (t = 0; t < NT; ++t) t_buf_free(&s->b[t]);
 }
 
+/* The descriptor and argument fields both operations name alike: dtypes,
+   path, every tensor's strides and pointer, from s. */
+#define T_POINT_AT(p, s, d, a)                                                                                        \
+    do {                                                                                                              \
+        (d).data_dtype = (p)->dt; (d).param_dtype = (p)->pdt; (d).isa = g_test_isa;                                   \
+        (d).src_strides = (s)->b[TX].strides; (d).diff_dst_strides = (s)->b[TDY].strides;                             \
+        (d).diff_src_strides = (s)->b[TDX].strides; (d).mean_strides = (s)->b[TM].strides;                            \
+        (d).var_strides = (s)->b[TV].strides; (d).gamma_strides = (s)->b[TG].strides;                                 \
+        (d).diff_gamma_strides = (s)->b[TDG].strides; (d).diff_beta_strides = (s)->b[TDB].strides;                    \
+        memset(&(a), 0, sizeof(a));                                                                                   \
+        (a).src = (s)->b[TX].base; (a).diff_dst = (s)->b[TDY].base; (a).mean = (s)->b[TM].base;                       \
+        (a).variance = (s)->b[TV].base; (a).gamma = (s)->b[TG].base; (a).diff_src = (s)->b[TDX].base;                 \
+        (a).diff_gamma = (s)->b[TDG].base; (a).diff_beta = (s)->b[TDB].base;                                          \
+    } while (0)
+
 static nbwd_status prob_run(const prob *p, tset *s) {
     if (p->bn) {
         nbwd_batch_norm_bwd_desc d;
         nbwd_batch_norm_bwd_args a;
         nbwd_batch_norm_bwd_desc_init(&d, p->rank, p->dims, p->L, 1e-5f);
-        d.data_dtype = p->dt; d.param_dtype = p->pdt; d.isa = g_test_isa;
-        d.src_strides = s->b[TX].strides; d.diff_dst_strides = s->b[TDY].strides;
-        d.diff_src_strides = s->b[TDX].strides; d.mean_strides = s->b[TM].strides;
-        d.var_strides = s->b[TV].strides; d.gamma_strides = s->b[TG].strides;
-        d.diff_gamma_strides = s->b[TDG].strides; d.diff_beta_strides = s->b[TDB].strides;
-        memset(&a, 0, sizeof a);
-        a.src = s->b[TX].base; a.diff_dst = s->b[TDY].base; a.mean = s->b[TM].base; a.variance = s->b[TV].base;
-        a.gamma = s->b[TG].base; a.diff_src = s->b[TDX].base; a.diff_gamma = s->b[TDG].base;
-        a.diff_beta = s->b[TDB].base;
+        T_POINT_AT(p, s, d, a);
         return nbwd_batch_norm_bwd(&d, &a, NULL, 0);
     } else {
         nbwd_layer_norm_bwd_desc d;
         nbwd_layer_norm_bwd_args a;
         nbwd_layer_norm_bwd_desc_init(&d, p->rank, p->dims);
         d.begin_norm_axis = p->axis;
-        d.data_dtype = p->dt; d.param_dtype = p->pdt; d.isa = g_test_isa;
-        d.src_strides = s->b[TX].strides; d.diff_dst_strides = s->b[TDY].strides;
-        d.diff_src_strides = s->b[TDX].strides; d.mean_strides = s->b[TM].strides;
-        d.var_strides = s->b[TV].strides; d.gamma_strides = s->b[TG].strides;
-        d.diff_gamma_strides = s->b[TDG].strides; d.diff_beta_strides = s->b[TDB].strides;
-        memset(&a, 0, sizeof a);
-        a.src = s->b[TX].base; a.diff_dst = s->b[TDY].base; a.mean = s->b[TM].base; a.variance = s->b[TV].base;
-        a.gamma = s->b[TG].base; a.diff_src = s->b[TDX].base; a.diff_gamma = s->b[TDG].base;
-        a.diff_beta = s->b[TDB].base;
+        T_POINT_AT(p, s, d, a);
         return nbwd_layer_norm_bwd(&d, &a, NULL, 0);
     }
 }
