@@ -285,7 +285,7 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 4.5 s of CPU and 265 MB with gcc 12 -O2 (clang 14: 3.5 s, 140 MB),
+   about 4.7 s of CPU and 265 MB with gcc 12 -O2 (clang 14: 3.8 s, 140 MB),
    and about 1 s and 180 MB at -O0 (helpers are forced inline only when
    optimizing, so a debug build calls them); other files pay for the
    declarations alone. Each NORM_BWD_NO_* switch takes its path's share
