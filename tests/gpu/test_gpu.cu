@@ -427,10 +427,12 @@ static void bn_run(const BnCase &c) {
     const std::vector<unsigned char> &c_dx = c.inplace ? cdy : cdx;
 
     Err erd, ecd, erg, ecg, erb, ecb;
+    /* in place, dy.h now holds the device's dx: dx0 kept the original dy */
+    const unsigned char *dy_in = c.inplace ? dx0.data() + mb : (const unsigned char *)dy.hp();
     for (int64_t i = 0; i < total && c.want_dx; ++i) {
         int64_t o = offset(i), ch = chan(i);
         double gm = use_gamma ? getf(gamma.hp(), ch, c.pdt) : 1.0;
-        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = getf(dy.hp(), o, c.dt);
+        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = getf(dy_in, o, c.dt);
         double ref = rstd[(size_t)ch] * gm * (dv - sdy[(size_t)ch] / M - xh * sdyx[(size_t)ch] / M);
         double gv = getf(g_dx.data() + mb, o, c.dt);
         erd.add(gv, ref);
