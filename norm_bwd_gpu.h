@@ -3,10 +3,11 @@
    descriptors, arguments, semantics and status codes.
    MIT or public domain, like norm_bwd.h (see the end of norm_bwd.h).
 
-   STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free) and
-   all host-side logic (validation, statuses, workspace sizes, the no-GPU
-   path) is tested, but the kernels HAVE NOT YET RUN ON A GPU: treat results
-   as unverified until `make test-gpu` has passed on a real device.
+   STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free),
+   the host-side logic (validation, statuses, workspace sizes, the no-GPU
+   path) is tested everywhere, and `make test-gpu` has passed on an NVIDIA
+   H100 (also under compute-sanitizer memcheck). Correct, not yet tuned:
+   16-bit data reaches a fraction of the bandwidth f32 does (README).
 
    ============================================================================
    COMPILING
