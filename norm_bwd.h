@@ -278,8 +278,9 @@
    NORM_BWD_ISA. The kernels exist once, in the kernel template at the end
    of this file, written over a data type and compiled per path twice (f32
    data; bf16/f16 data) against a small vector layer (norm_bwd_simd.h); the
-   x86 paths compile with gcc, clang and (untested) MSVC, which needs no
-   target attributes.
+   x86 paths compile with gcc, clang, clang-cl and MSVC, which needs no
+   target attributes and gets no avx512_bf16 path (its branch is compiled
+   by clang-cl posing as MSVC in `make test-ports`, not by MSVC itself).
 
    ============================================================================
    COMPILE COST

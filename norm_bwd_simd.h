@@ -20,7 +20,7 @@
    The target attributes let a plain `cc -O2` build carry AVX2 and AVX-512
    code; the dispatcher in norm_bwd.h runs it only where cpuid + xgetbv say
    the CPU and OS support it. MSVC needs no attributes (it accepts every
-   intrinsic anywhere).
+   intrinsic anywhere); clang-cl takes them, with its per-ISA headers.
 
    NORM_BWD_SIMD_EMULATE (tests only): the avx2, avx512 and neon layers are
    spelled with SIMDe's simde_* names instead, without target attributes, so
@@ -91,6 +91,30 @@
 #include <simde/arm/neon.h>
 #elif defined(NBWD__SIMD_X86)
 #include <immintrin.h>
+#if defined(_MSC_VER) && defined(__clang__)
+/* clang-cl (and clang in MSVC mode) declares an ISA's intrinsics in
+   <immintrin.h> only when the whole build targets it (/arch, -m): the target
+   attributes below need them regardless, so take them from clang's per-ISA
+   headers, which <immintrin.h> has just made includable (SSE3-4.1 first:
+   the AVX-512 headers use their names). */
+#include <pmmintrin.h>
+#include <tmmintrin.h>
+#include <smmintrin.h>
+#include <avxintrin.h>
+#include <avx2intrin.h>
+#include <f16cintrin.h>
+#include <fmaintrin.h>
+#include <avx512fintrin.h>
+#include <avx512vlintrin.h>
+#include <avx512bwintrin.h>
+#include <avx512dqintrin.h>
+#include <avx512vlbwintrin.h>
+#include <avx512vldqintrin.h>
+#if !defined(NORM_BWD_NO_AVX512_BF16)
+#include <avx512bf16intrin.h>
+#include <avx512vlbf16intrin.h>
+#endif
+#endif
 #elif defined(NBWD__SIMD_ARM64) && !defined(NORM_BWD_NO_NEON)
 #include <arm_neon.h>
 #endif

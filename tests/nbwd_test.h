@@ -35,7 +35,10 @@ void test_bounds(void); /* test_bounds.c: tails ending at a PROT_NONE page */
 void test_layouts(void); /* test_layouts.c: strides never change bits; empty problems; interleaving */
 void test_diagnostics(void); /* test_diagnostics.c: desc_init stamps, nbwd_last_error, NORM_BWD_VERBOSE */
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__) && defined(__MINGW_PRINTF_FORMAT)
+/* MinGW: ms_printf (no %zu) unless built with __USE_MINGW_ANSI_STDIO=1 */
+#define T_PRINTF(a, b) __attribute__((format(__MINGW_PRINTF_FORMAT, a, b)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define T_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define T_PRINTF(a, b)

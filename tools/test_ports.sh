@@ -10,6 +10,16 @@
 #            builtins, attributes): NORM_BWD_NO_SIMD, the scalar path
 #   wasm32   clang --target=wasm32-wasi -msimd128 (the sse path in SIMD128
 #            through SIMDe, and scalar), run under node's WASI
+#   windows  MinGW-w64 gcc (posix threads, OpenMP) builds the suite, wine
+#            runs every x86 path (the OpenMP DLLs copied beside it); clang-cl
+#            compiles the implementation twice against stand-ins for the
+#            MSVC C runtime headers (tests/msvc/include): as clang-cl itself
+#            (target attributes, every x86 path), and with __clang__
+#            undefined and /arch:AVX512, which takes the library's MSVC
+#            branch (__cpuidex, _xgetbv, __forceinline, __declspec(thread),
+#            volatile atomics, no target attributes) as MSVC would; each
+#            compile must give the paths listed here (from its object's
+#            kernel tables)
 # The runs use --quick (emulation is slow; the quick sweeps still cover
 # every kind of case). Builds and the two qemu runs go two at a time (the
 # machine has 2 cores). Each run prints one line: passed, failed, or skipped
@@ -90,6 +100,44 @@ else
     echo "--- wasm32: skipped (needs node, wasi-libc and libclang-rt-14-dev-wasm32)"
 fi
 
+# Windows: Debian 12 installs wine64's loader as /usr/lib/wine/wine64
+WINE=$(command -v wine64 || { test -x /usr/lib/wine/wine64 && echo /usr/lib/wine/wine64; } || command -v wine)
+mingw=0
+if { command -v x86_64-w64-mingw32-gcc-posix && [ -n "$WINE" ]; } >/dev/null 2>&1 ||
+   { NEED_NO_RECOMMENDS=1 NEED_SKIPPING="windows (MinGW) skipped" $NEED gcc-mingw-w64-x86-64-posix \
+         'command -v x86_64-w64-mingw32-gcc-posix' &&
+     NEED_NO_RECOMMENDS=1 NEED_SKIPPING="windows (MinGW) skipped" $NEED wine64 'test -x /usr/lib/wine/wine64' &&
+     WINE=$(command -v wine64 || echo /usr/lib/wine/wine64); }; then
+    mingw=1
+else
+    echo "--- windows (MinGW): skipped (needs gcc-mingw-w64-x86-64-posix and wine64)"
+fi
+CLANG_CL=$(command -v clang-cl-14 || command -v clang-cl)
+LLVM_NM=$(command -v llvm-nm-14 || command -v llvm-nm)
+msvc=0
+if [ -n "$CLANG_CL" ] && [ -n "$LLVM_NM" ]; then
+    msvc=1
+else
+    echo "--- windows (clang-cl): skipped (needs clang-cl and llvm-nm: Debian's clang-14 and llvm-14)"
+fi
+# SIMDe is header-only: the Windows builds take it from the host's
+# /usr/include (not all of /usr/include, which is glibc's)
+mkdir -p "$B/win_inc"
+[ -d /usr/include/simde ] && ln -sfn /usr/include/simde "$B/win_inc/simde"
+
+if [ $mingw = 1 ]; then
+    # __USE_MINGW_ANSI_STDIO: C99 printf (%zu) instead of msvcrt's
+    build "$B/suite.exe" x86_64-w64-mingw32-gcc-posix -std=c99 $FLAGS -D__USE_MINGW_ANSI_STDIO=1 \
+        -isystem "$B/win_inc" -fopenmp
+fi
+if [ $msvc = 1 ]; then
+    printf '#define NORM_BWD_IMPLEMENTATION\n#include "norm_bwd.h"\n' > "$B/msvc_impl.c"
+    CL_FLAGS="/nologo /c /O2 /W4 /WX /TC /I. /imsvc tests/msvc/include /imsvc $B/win_inc"
+    rm -f "$B/clang_cl.obj" "$B/msvc_model.obj"
+    "$CLANG_CL" $CL_FLAGS /Fo"$B/clang_cl.obj" "$B/msvc_impl.c" > "$B/clang_cl.log" 2>&1 &
+    "$CLANG_CL" $CL_FLAGS /arch:AVX512 -U__clang__ -Wno-builtin-macro-redefined \
+        /Fo"$B/msvc_model.obj" "$B/msvc_impl.c" > "$B/msvc_model.log" 2>&1 &
+fi
 if [ $wasm = 1 ]; then
     build "$B/suite.wasm" clang --target=wasm32-wasi --sysroot=/usr -msimd128 -std=c99 $FLAGS
 fi
@@ -117,6 +165,35 @@ if [ $i386 = 1 ]; then
     done
 fi
 wait
+if [ $msvc = 1 ]; then
+    # compiled OBJ LABEL EXPECTED: the paths in OBJ's kernel tables, as expected?
+    compiled() {
+        paths=$("$LLVM_NM" "$1" 2>/dev/null | sed -n 's/.* nbwd__kernels_//p' | sort | tr '\n' ' ' | sed 's/ $//')
+        want=$(echo $3 | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')
+        if [ ! -f "$1" ]; then
+            echo "--- $2: compile FAILED"; head -n 20 "${1%.obj}.log"; F=$((F + 1))
+        elif [ "$paths" != "$want" ]; then
+            echo "--- $2: paths [$paths], expected [$want]"; F=$((F + 1))
+        else
+            echo "--- $2: compiled, paths $paths"; P=$((P + 1))
+        fi
+    }
+    simd_sse=sse
+    [ -d /usr/include/simde ] || simd_sse=
+    compiled "$B/clang_cl.obj" "windows clang-cl 14 (target attributes)" "scalar $simd_sse avx2 avx512 avx512_bf16"
+    compiled "$B/msvc_model.obj" "windows MSVC branch (clang-cl, __clang__ undefined, /arch:AVX512)" \
+        "scalar $simd_sse avx2 avx512"
+fi
+if [ $mingw = 1 ] && built "windows (MinGW)" "$B/suite.exe"; then
+    for dll in libgomp-1.dll libwinpthread-1.dll libgcc_s_seh-1.dll; do
+        cp "$(x86_64-w64-mingw32-gcc-posix -print-file-name=$dll)" "$B/" 2>/dev/null
+    done
+    for isa in scalar sse avx2 avx512 avx512_bf16; do
+        WINEPREFIX="$PWD/$B/wineprefix" WINEDEBUG=-all "$WINE" "$B/suite.exe" --isa $isa --quick \
+            > "$B/win.$isa.log" 2>&1
+        report "windows MinGW-w64 gcc 12 + OpenMP (wine) $isa" "$B/win.$isa.log" $?
+    done
+fi
 if [ $wasm = 1 ] && built "wasm32" "$B/suite.wasm"; then
     for isa in sse scalar; do
         node tools/run_wasi.mjs "$B/suite.wasm" --isa $isa --quick > "$B/wasm.$isa.log" 2>&1
