@@ -262,17 +262,24 @@
    SIMD128 on WebAssembly built with -msimd128, chosen by the build; on
    32-bit x86 only in builds with SSE2 enabled),
    avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
-   to bf16 with VCVTNEPS2BF16), neon (AArch64), neon_bf16 (neon narrowing with
-   BFCVTN, Armv8.6 BF16). The sse path runs f32 data in SSE2 and hands
+   to bf16 with VCVTNEPS2BF16), neon (AArch64; and 32-bit Arm Linux with a
+   hard-float ABI, Armv7+, NEON and VFPv4 by HWCAP, compiled by gcc, or by
+   clang with -mfpu=neon-vfpv4), neon_bf16 (neon narrowing with BFCVTN,
+   Armv8.6 BF16). On 32-bit Arm the neon path takes f32 and bf16 data (f16:
+   the scalar kernels), and, as Advanced SIMD always does there, flushes
+   subnormal floats to zero and returns the default NaN (no payload): choose
+   scalar where subnormals matter. The sse path runs f32 data in SSE2 and hands
    bf16/f16 data to the scalar kernels (CPUs without AVX2 seldom meet 16-bit
    training data; its own 16-bit kernels cost a tenth of every build's
    compile time). All give the same bf16 bits as their narrowing would
    without special instructions (VCVTNEPS2BF16 flushes f32 denormals, so
    vectors holding one, found by VFPCLASSPS, take the integer rounding); all
-   assume the default floating-point environment (nearest even, no FTZ/DAZ).
+   assume the default floating-point environment (nearest even, no FTZ/DAZ;
+   32-bit Arm's neon: above).
    x86 kernels carry target attributes, so a plain `cc -O2` build holds them
    all; the first call detects the CPU (cpuid + xgetbv for OS state; NEON is
-   baseline on AArch64, getauxval(AT_HWCAP2) tells BF16) and caches the
+   baseline on AArch64, getauxval(AT_HWCAP2) tells BF16, AT_HWCAP on
+   32-bit Arm NEON and VFPv4) and caches the
    choice. The bulk conversion helpers run on the chosen path too. Choose a
    path per call with desc.isa, per process with nbwd_force_isa(), or with
    NORM_BWD_ISA. The kernels exist once, in the kernel template at the end
@@ -1015,6 +1022,12 @@ static int nbwd__cpu_paths(void) {
 #if defined(NBWD__HAVE_NEON_BF16)
     if (getauxval(AT_HWCAP2) & NBWD__HWCAP2_BF16) paths |= 1 << NBWD_ISA_NEON_BF16;
 #endif
+#elif defined(__arm__) && defined(NBWD__HWCAP_ARM_NEON)
+    /* 32-bit Arm: the neon layer wants NEON and VFPv4's fused multiply-add */
+    {
+        const unsigned long need = NBWD__HWCAP_ARM_NEON | NBWD__HWCAP_ARM_VFPV4;
+        if ((getauxval(AT_HWCAP) & need) == need) paths |= 1 << NBWD_ISA_NEON;
+    }
 #elif defined(__wasm__) && defined(NBWD__HAVE_SSE)
     paths |= 1 << NBWD_ISA_SSE; /* SIMD128: the build decides, there is no run-time detection */
 #endif

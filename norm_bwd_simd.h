@@ -54,6 +54,15 @@
 #if defined(__aarch64__) || defined(_M_ARM64)
 #define NBWD__SIMD_ARM64 1
 #endif
+/* 32-bit Arm with a hardware-float ABI: the neon layer through a target
+   attribute (gcc's <arm_neon.h> declares NEON for such functions whatever
+   -mfpu says; clang's only when the build enables NEON), run where Linux's
+   HWCAP says NEON and VFPv4 (for the fused multiply-add). */
+#if defined(__arm__) && !defined(__aarch64__) && defined(__linux__) && defined(__ARM_FP) &&                   \
+    defined(__ARM_ARCH) && __ARM_ARCH >= 7 && !defined(NORM_BWD_SIMD_EMULATE) &&                              \
+    ((defined(__GNUC__) && !defined(__clang__)) || (defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA)))
+#define NBWD__SIMD_ARM32 1
+#endif
 #if defined(__wasm_simd128__)
 #define NBWD__SIMD_WASM 1 /* WebAssembly built with SIMD128: SIMDe spells sse in it */
 #endif
@@ -115,7 +124,7 @@
 #include <avx512vlbf16intrin.h>
 #endif
 #endif
-#elif defined(NBWD__SIMD_ARM64) && !defined(NORM_BWD_NO_NEON)
+#elif (defined(NBWD__SIMD_ARM64) || defined(NBWD__SIMD_ARM32)) && !defined(NORM_BWD_NO_NEON)
 #include <arm_neon.h>
 #endif
 #if defined(__GNUC__)
@@ -750,7 +759,8 @@ static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NB
 #endif /* x86 or emulated */
 
 /* ----------------------------------------------------------------- neon */
-#if !defined(NORM_BWD_NO_NEON) && (defined(NBWD__SIMD_ARM64) || defined(NORM_BWD_SIMD_EMULATE))
+#if !defined(NORM_BWD_NO_NEON) &&                                                                             \
+    (defined(NBWD__SIMD_ARM64) || defined(NBWD__SIMD_ARM32) || defined(NORM_BWD_SIMD_EMULATE))
 #define NBWD__HAVE_NEON 1
 #if defined(NORM_BWD_SIMD_EMULATE)
 #define NBWD__NEON(name) simde_##name
@@ -759,21 +769,36 @@ static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NB
 #define NBWD__NEON(name) name
 #define NBWD__NT(type) type
 #endif
+/* On AArch32 the layer's every function carries the target; AArch32's
+   Advanced SIMD flushes subnormals to zero and returns the default NaN
+   (FPSCR cannot change that): the manual says so. */
+#if defined(NBWD__SIMD_ARM32) && !defined(__ARM_NEON)
+#define NBWD__TARGET_NEON __attribute__((target("fpu=neon-vfpv4")))
+#else
+#define NBWD__TARGET_NEON
+#endif
+#if defined(NBWD__SIMD_ARM32)
+#include <sys/auxv.h>
+#define NBWD__HWCAP_ARM_NEON (1ul << 12)  /* asm/hwcap.h HWCAP_NEON */
+#define NBWD__HWCAP_ARM_VFPV4 (1ul << 16) /* HWCAP_VFPv4: VFMA */
+#endif
 
-static inline float nbwd__neon_hsum(NBWD__NT(float32x4_t) v) { /* fixed order on every CPU */
+static inline NBWD__TARGET_NEON float nbwd__neon_hsum(NBWD__NT(float32x4_t) v) { /* fixed order on every CPU */
     return (NBWD__NEON(vgetq_lane_f32)(v, 0) + NBWD__NEON(vgetq_lane_f32)(v, 1)) +
            (NBWD__NEON(vgetq_lane_f32)(v, 2) + NBWD__NEON(vgetq_lane_f32)(v, 3));
 }
-static inline NBWD__NT(float32x4_t) nbwd__neon_widen_f16(NBWD__NT(uint16x4_t) h) { /* FCVTL */
+#if !defined(NBWD__SIMD_ARM32)
+static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_widen_f16(NBWD__NT(uint16x4_t) h) { /* FCVTL */
     return NBWD__NEON(vcvt_f32_f16)(NBWD__NEON(vreinterpret_f16_u16)(h));
 }
-static inline NBWD__NT(uint16x4_t) nbwd__neon_narrow_f16(NBWD__NT(float32x4_t) v) { /* FCVTN, nearest even */
+static inline NBWD__TARGET_NEON NBWD__NT(uint16x4_t) nbwd__neon_narrow_f16(NBWD__NT(float32x4_t) v) { /* FCVTN, nearest even */
     return NBWD__NEON(vreinterpret_u16_f16)(NBWD__NEON(vcvt_f16_f32)(v));
 }
-static inline NBWD__NT(float32x4_t) nbwd__neon_widen_bf16(NBWD__NT(uint16x4_t) h) {
+#endif
+static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_widen_bf16(NBWD__NT(uint16x4_t) h) {
     return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vshlq_n_u32)(NBWD__NEON(vmovl_u16)(h), 16));
 }
-static inline NBWD__NT(uint16x4_t) nbwd__neon_narrow_bf16(NBWD__NT(float32x4_t) v) {
+static inline NBWD__TARGET_NEON NBWD__NT(uint16x4_t) nbwd__neon_narrow_bf16(NBWD__NT(float32x4_t) v) {
     NBWD__NT(uint32x4_t) u = NBWD__NEON(vreinterpretq_u32_f32)(v);
     NBWD__NT(uint32x4_t) lsb = NBWD__NEON(vandq_u32)(NBWD__NEON(vshrq_n_u32)(u, 16), NBWD__NEON(vdupq_n_u32)(1));
     NBWD__NT(uint32x4_t) r = NBWD__NEON(vaddq_u32)(u, NBWD__NEON(vaddq_u32)(lsb, NBWD__NEON(vdupq_n_u32)(0x7fff)));
@@ -785,34 +810,54 @@ static inline NBWD__NT(uint16x4_t) nbwd__neon_narrow_bf16(NBWD__NT(float32x4_t) 
 
 /* Partial vectors (the first count floats, 0 < count < 4) through a small
    buffer. */
-static inline NBWD__NT(float32x4_t) nbwd__neon_load_first(const float *p, int count) {
+static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_load_first(const float *p, int count) {
     float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int k;
     for (k = 0; k < count; ++k) b[k] = p[k];
     return NBWD__NEON(vld1q_f32)(b);
 }
-static inline void nbwd__neon_store_first(float *p, int count, NBWD__NT(float32x4_t) v) {
+static inline NBWD__TARGET_NEON void nbwd__neon_store_first(float *p, int count, NBWD__NT(float32x4_t) v) {
     float b[4];
     int k;
     NBWD__NEON(vst1q_f32)(b, v);
     for (k = 0; k < count; ++k) p[k] = b[k];
 }
 
-static inline NBWD__NT(uint16x4_t) nbwd__neon_load_first16(const uint16_t *p, int count) {
+static inline NBWD__TARGET_NEON NBWD__NT(uint16x4_t) nbwd__neon_load_first16(const uint16_t *p, int count) {
     uint16_t b[4] = {0, 0, 0, 0};
     int k;
     for (k = 0; k < count; ++k) b[k] = p[k];
     return NBWD__NEON(vld1_u16)(b);
 }
-static inline void nbwd__neon_store_first16(uint16_t *p, int count, NBWD__NT(uint16x4_t) h) {
+static inline NBWD__TARGET_NEON void nbwd__neon_store_first16(uint16_t *p, int count, NBWD__NT(uint16x4_t) h) {
     uint16_t b[4];
     int k;
     NBWD__NEON(vst1_u16)(b, h);
     for (k = 0; k < count; ++k) p[k] = b[k];
 }
 
-#if !defined(NORM_BWD_SIMD_EMULATE)
-static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
+#if defined(NBWD__SIMD_ARM32)
+/* AArch32 has no f16 vector conversions without -mfp16-format=ieee, and
+   no double vectors: f16 data takes the scalar kernels, these two serve
+   the layer's contract (and its bulk conversions) lane by lane. */
+static inline NBWD__TARGET_NEON float32x4_t nbwd__neon32_widen_f16(uint16x4_t h) {
+    uint16_t b[4];
+    float f[4];
+    int k;
+    vst1_u16(b, h);
+    for (k = 0; k < 4; ++k) f[k] = nbwd__f16_to_f32(b[k]);
+    return vld1q_f32(f);
+}
+static inline NBWD__TARGET_NEON uint16x4_t nbwd__neon32_narrow_f16(float32x4_t v) {
+    uint16_t b[4];
+    float f[4];
+    int k;
+    vst1q_f32(f, v);
+    for (k = 0; k < 4; ++k) b[k] = nbwd__f32_to_f16(f[k]);
+    return vld1_u16(b);
+}
+#elif !defined(NORM_BWD_SIMD_EMULATE)
+static inline NBWD__TARGET_NEON void nbwd__neon_rstd2(const float *v, float *out, double eps) {
     float64x2_t d = vcvt_f64_f32(vld1_f32(v));
     d = vdivq_f64(vdupq_n_f64(1.0), vsqrtq_f64(vaddq_f64(d, vdupq_n_f64(eps))));
     vst1_f32(out, vcvt_f32_f64(d));
@@ -825,10 +870,15 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
 #undef NBWD__SIMD_LAYER
 #define NBWD__KSUFFIX _neon
 #define NBWD__KISA NBWD_ISA_NEON
-#define NBWD__KTARGET
-#define NBWD__KBASE _neon
+#define NBWD__KTARGET NBWD__TARGET_NEON
 #define NBWD__LAYER_F32 1
+#if defined(NBWD__SIMD_ARM32)
+#define NBWD__KBASE _scalar
+#define NBWD__LAYER_16BIT 1 /* bf16; f16 data: the scalar kernels */
+#else
+#define NBWD__KBASE _neon
 #define NBWD__LAYER_16BIT 2
+#endif
 #define NBWD__LAYER_NARROW_ROWS 1
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
@@ -843,7 +893,7 @@ static inline void nbwd__neon_rstd2(const float *v, float *out, double eps) {
    nearest even, no flush-to-zero, no default NaN) BFCVTN gives exactly the
    integer path's bits, denormals and quiet NaNs included. */
 #if !defined(NORM_BWD_NO_NEON_BF16) && !defined(NORM_BWD_SIMD_EMULATE) && defined(__linux__) && \
-    (defined(__GNUC__) || defined(__clang__))
+    (defined(__GNUC__) || defined(__clang__)) && defined(NBWD__SIMD_ARM64)
 #include <sys/auxv.h>
 #define NBWD__HAVE_NEON_BF16 1
 #define NBWD__HWCAP2_BF16 (1ul << 14) /* asm/hwcap.h HWCAP2_BF16 */
@@ -876,6 +926,7 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #undef NBWD__KERNEL_PASS
 #undef NBWD__NEON_NARROW_BF16
 #endif /* NBWD__HAVE_NEON_BF16 */
+#undef NBWD__TARGET_NEON
 #endif
 
 /* Emulated paths run only when asked for by name (tests). */
@@ -891,9 +942,10 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #endif
 /* This file's own helper names (the paths are compiled): all but what the
    dispatcher in norm_bwd.h reads (NBWD__HAVE_*, NBWD__HWCAP2_BF16,
-   NBWD__EMULATED_PATHS). */
+   NBWD__HWCAP_ARM_*, NBWD__EMULATED_PATHS). */
 #undef NBWD__SIMD_X86
 #undef NBWD__SIMD_ARM64
+#undef NBWD__SIMD_ARM32
 #undef NBWD__SIMD_WASM
 #undef NBWD__SIMD_HAVE_SIMDE
 #undef NBWD__MM
@@ -993,14 +1045,19 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #define NBWD__H_STORE(p, h) NBWD__NEON(vst1_u16)(p, h)
 #define NBWD__H_STORE_N(p, n, h) nbwd__neon_store_first16(p, n, h)
 #define NBWD__H_STREAM(p, h) NBWD__NEON(vst1_u16)(p, h)
+#if defined(NBWD__SIMD_ARM32)
+#define NBWD__WIDEN_F16(h) nbwd__neon32_widen_f16(h)
+#define NBWD__NARROW_F16(v) nbwd__neon32_narrow_f16(v)
+#else
 #define NBWD__WIDEN_F16(h) nbwd__neon_widen_f16(h)
-#define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
 #define NBWD__NARROW_F16(v) nbwd__neon_narrow_f16(v)
+#endif
+#define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
 #define NBWD__NARROW_BF16(v) NBWD__NEON_NARROW_BF16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) \
     (NBWD__NEON(vst1_u16)(p, NBWD__NEON_NARROW_BF16(v0)), NBWD__NEON(vst1_u16)((p) + 4, NBWD__NEON_NARROW_BF16(v1)))
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
-#if !defined(NORM_BWD_SIMD_EMULATE) /* SIMDe 0.7.4 has no vsqrtq_f64 */
+#if !defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_ARM32) /* SIMDe 0.7.4: no vsqrtq_f64 */
 #define NBWD__LAYER_RSTD_LANES 2
 #define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)
 #else

@@ -543,7 +543,7 @@ static int t_cpu_has_avx512_bf16(void) {
 /* Why an ISA path cannot run here (best guess from the build and the CPU). */
 static const char *t_skip_reason(nbwd_isa isa) {
 #if defined(T_X86)
-    if (isa == NBWD_ISA_NEON) return "NEON is an AArch64 path (an x86 build runs it only with NORM_BWD_SIMD_EMULATE)";
+    if (isa == NBWD_ISA_NEON) return "NEON is an Arm path (an x86 build runs it only with NORM_BWD_SIMD_EMULATE)";
     if (isa == NBWD_ISA_NEON_BF16) return "an AArch64 path (Armv8.6 BF16), not emulated";
     if (isa == NBWD_ISA_AVX512 && !t_cpu_has_avx512()) return "this CPU lacks AVX-512 F/BW/VL";
     if (isa == NBWD_ISA_AVX512_BF16 && !t_cpu_has_avx512_bf16()) return "this CPU lacks AVX512_BF16 (or AVX-512 F/BW/VL)";
@@ -551,6 +551,9 @@ static const char *t_skip_reason(nbwd_isa isa) {
     if (isa == NBWD_ISA_AVX2 || isa == NBWD_ISA_AVX512 || isa == NBWD_ISA_AVX512_BF16)
         return "an x86 path, and this is AArch64";
     if (isa == NBWD_ISA_NEON_BF16) return "this CPU (or QEMU_CPU) lacks BF16 (HWCAP2_BF16), or the build is not Linux gcc/clang";
+#elif defined(__arm__)
+    if (isa == NBWD_ISA_NEON) return "this CPU lacks NEON or VFPv4 (HWCAP), or the build is not Linux hard-float Armv7+";
+    if (isa != NBWD_ISA_SCALAR && isa != NBWD_ISA_SSE) return "not a 32-bit Arm path";
 #endif
     if (isa == NBWD_ISA_SSE)
         return "not compiled in (NORM_BWD_NO_SIMD or NORM_BWD_NO_SSE, SIMDe missing at build time, or 32-bit x86 "

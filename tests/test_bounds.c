@@ -1,7 +1,7 @@
 /* test_bounds.c - tails and bounds on every path: every row length from 1 to
    4 x 16 + 3 (16 floats: the widest vector, AVX-512) for LayerNorm rows,
    BatchNorm NXC channels and NCX spatial planes, in every data type. Every
-   tensor ends exactly at a PROT_NONE page, so a kernel that reads or writes
+   tensor ends exactly at a PROT_NONE (Windows: PAGE_NOACCESS) page, so a kernel that reads or writes
    one element past its end faults; results are also checked against the
    float64 reference. */
 #define _DEFAULT_SOURCE 1 /* mmap, MAP_ANONYMOUS under -std=c99 */
@@ -10,6 +10,9 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
 #include <unistd.h>
+#define T_HAVE_GUARD 1
+#elif defined(_WIN32)
+#include <windows.h>
 #define T_HAVE_GUARD 1
 #endif
 
@@ -24,6 +27,25 @@ typedef struct guarded {
     void *p;
 } guarded;
 
+#if defined(_WIN32) && !defined(__unix__)
+static void *guarded_alloc(guarded *g, size_t bytes) {
+    SYSTEM_INFO si;
+    size_t page, data_pages;
+    DWORD old;
+    GetSystemInfo(&si);
+    page = (size_t)si.dwPageSize;
+    data_pages = (bytes + page - 1) / page + 1;
+    g->map_bytes = (data_pages + 1) * page;
+    g->map = VirtualAlloc(NULL, g->map_bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    if (!g->map || !VirtualProtect((char *)g->map + data_pages * page, page, PAGE_NOACCESS, &old)) {
+        fprintf(stderr, "VirtualAlloc/VirtualProtect failed\n");
+        exit(2);
+    }
+    g->p = (char *)g->map + data_pages * page - bytes;
+    return g->p;
+}
+static void guarded_free(guarded *g) { VirtualFree(g->map, 0, MEM_RELEASE); }
+#else
 static void *guarded_alloc(guarded *g, size_t bytes) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), data_pages = (bytes + page - 1) / page + 1;
     g->map_bytes = (data_pages + 1) * page;
@@ -40,6 +62,7 @@ static void *guarded_alloc(guarded *g, size_t bytes) {
     return g->p;
 }
 static void guarded_free(guarded *g) { munmap(g->map, g->map_bytes); }
+#endif
 
 static void put(void *p, nbwd_dtype dt, int64_t i, double v) {
     if (dt == NBWD_F32) ((float *)p)[i] = (float)v;
@@ -180,5 +203,5 @@ void test_bounds(void) {
         }
 }
 #else
-void test_bounds(void) { printf("bounds: skipped (no mmap/mprotect on this platform)\n"); }
+void test_bounds(void) { printf("bounds: skipped (no guard pages on this platform: mmap or VirtualAlloc)\n"); }
 #endif

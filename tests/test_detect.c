@@ -38,6 +38,14 @@
 #include <sys/auxv.h>
 #define TD_ARM64_LINUX 1
 #endif
+/* 32-bit Arm Linux, hard-float ABI, Armv7+: the neon path is compiled (by
+   gcc through a target attribute; by clang when the build enables NEON
+   and VFPv4) and runs where HWCAP says NEON and VFPv4 */
+#if defined(__linux__) && defined(__arm__) && !defined(__aarch64__) && defined(__ARM_FP) && defined(__ARM_ARCH) && \
+    __ARM_ARCH >= 7 && ((defined(__GNUC__) && !defined(__clang__)) || (defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA)))
+#include <sys/auxv.h>
+#define TD_ARM32_LINUX 1
+#endif
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define TD_X86 1
@@ -98,6 +106,9 @@ static int td_compiled(void) {
     }
 #endif
 #if !defined(NORM_BWD_NO_NEON)
+#if defined(TD_ARM32_LINUX) && !defined(NORM_BWD_SIMD_EMULATE)
+    m |= TD_BIT(NBWD_ISA_NEON);
+#endif
     if (arm64 || emulate) {
         m |= TD_BIT(NBWD_ISA_NEON);
 #if !defined(NORM_BWD_NO_NEON_BF16)
@@ -177,6 +188,13 @@ static int td_cpu(char *what, size_t what_size) {
 #elif defined(__aarch64__) || defined(_M_ARM64)
     m |= TD_BIT(NBWD_ISA_NEON) | TD_BIT(NBWD_ISA_SSE);
     snprintf(what, what_size, "aarch64 (no HWCAP2 here: no neon_bf16)");
+#elif defined(TD_ARM32_LINUX)
+    {
+        unsigned long hwcap = getauxval(AT_HWCAP);
+        int neon = (int)((hwcap >> 12) & 1), vfpv4 = (int)((hwcap >> 16) & 1); /* HWCAP_NEON, HWCAP_VFPv4 */
+        if (neon && vfpv4) m |= TD_BIT(NBWD_ISA_NEON);
+        snprintf(what, what_size, "arm32 linux: HWCAP 0x%lx (NEON %d, VFPv4 %d)", hwcap, neon, vfpv4);
+    }
 #elif defined(__wasm_simd128__)
     m |= TD_BIT(NBWD_ISA_SSE); /* SIMDe's sse in SIMD128: the build decides */
     snprintf(what, what_size, "wasm with SIMD128 (no run-time detection: the build's -msimd128)");

@@ -6,6 +6,9 @@
 #   s390x    big-endian, float arithmetic evaluated in double under
 #            -std=c99: the scalar path, -std=c99 and -std=gnu11, under
 #            qemu-s390x
+#   armhf    32-bit Arm, hard-float (gcc -fopenmp): the neon path (chosen at
+#            run time from HWCAP) and scalar under qemu-arm, and the choice
+#            itself on a CPU with NEON but no VFPv4 (cortex-a8: scalar)
 #   tcc      a C99 compiler with no GNU extensions (inline assembly, atomic
 #            builtins, attributes): NORM_BWD_NO_SIMD, the scalar path
 #   wasm32   clang --target=wasm32-wasi -msimd128 (the sse path in SIMD128
@@ -83,6 +86,16 @@ else
     echo "--- s390x: skipped (needs gcc-s390x-linux-gnu, libc6-dev-s390x-cross and qemu-user)"
 fi
 
+armhf=0
+if { command -v arm-linux-gnueabihf-gcc && command -v qemu-arm; } >/dev/null 2>&1 ||
+   { NEED_SKIPPING="armhf skipped" $NEED gcc-arm-linux-gnueabihf 'command -v arm-linux-gnueabihf-gcc' &&
+     NEED_SKIPPING="armhf skipped" $NEED libc6-dev-armhf-cross 'test -f /usr/arm-linux-gnueabihf/include/stdio.h' &&
+     NEED_SKIPPING="armhf skipped" $NEED qemu-user 'command -v qemu-arm'; }; then
+    armhf=1
+else
+    echo "--- armhf: skipped (needs gcc-arm-linux-gnueabihf, libc6-dev-armhf-cross and qemu-user)"
+fi
+
 tcc=0
 if command -v tcc >/dev/null 2>&1 || NEED_SKIPPING="tcc skipped" $NEED tcc 'command -v tcc'; then
     tcc=1
@@ -150,6 +163,9 @@ if [ $i386 = 1 ]; then
     build "$B/i386_sse2" gcc -m32 -std=c99 -msse2 -mfpmath=sse $FLAGS -fopenmp
     wait
 fi
+if [ $armhf = 1 ]; then
+    build "$B/armhf" arm-linux-gnueabihf-gcc -std=c99 $FLAGS -fopenmp
+fi
 if [ $s390x = 1 ]; then
     build "$B/s390x_c99" s390x-linux-gnu-gcc -std=c99 $FLAGS
     build "$B/s390x_gnu11" s390x-linux-gnu-gcc -std=gnu11 $FLAGS
@@ -216,6 +232,21 @@ if [ $s390x = 1 ]; then
         [ -f "$B/s390x_$std.rc" ] && report "s390x -std=$std scalar (qemu)" "$B/s390x_$std.log" "$(cat "$B/s390x_$std.rc")"
         rm -f "$B/s390x_$std.rc"
     done
+fi
+if [ $armhf = 1 ] && built "armhf" "$B/armhf"; then
+    for isa in neon scalar; do
+        ( QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --isa $isa --quick \
+              > "$B/armhf.$isa.log" 2>&1; echo $? > "$B/armhf.$isa.rc" ) &
+    done
+    wait
+    for isa in neon scalar; do
+        report "armhf gcc 12 + OpenMP $isa (qemu-arm)" "$B/armhf.$isa.log" "$(cat "$B/armhf.$isa.rc")"
+        rm -f "$B/armhf.$isa.rc"
+    done
+    # NEON without VFPv4's fused multiply-add: the dispatcher must pick scalar
+    QEMU_CPU=cortex-a8 QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --suite detect \
+        > "$B/armhf.a8.log" 2>&1
+    report "armhf path choice on a cortex-a8 (NEON, no VFPv4: scalar)" "$B/armhf.a8.log" $?
 fi
 
 echo "$P passed, $F failed"
