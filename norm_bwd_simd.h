@@ -772,7 +772,7 @@ static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NB
 /* On AArch32 the layer's every function carries the target; AArch32's
    Advanced SIMD flushes subnormals to zero and returns the default NaN
    (FPSCR cannot change that): the manual says so. */
-#if defined(NBWD__SIMD_ARM32) && !defined(__ARM_NEON)
+#if defined(NBWD__SIMD_ARM32) && !(defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA))
 #define NBWD__TARGET_NEON __attribute__((target("fpu=neon-vfpv4")))
 #else
 #define NBWD__TARGET_NEON
