@@ -90,7 +90,10 @@
    surface only later (during execution) are reported by the user's next
    synchronizing CUDA call, as usual in CUDA. In these cases
    nbwd_gpu_last_error() returns the CUDA message for the calling thread
-   (thread-local; kept until the next failure, "" if none).
+   (thread-local; kept until the next failure, "" if none). A rejected
+   argument leaves "nbwd_gpu_layer_norm_bwd: NBWD_ERR_X: what is wrong" (the
+   entry point's name, then as nbwd_last_error()) in both nbwd_gpu_last_error()
+   and nbwd_last_error(); arguments that pass clear nbwd_last_error().
 
    ============================================================================
    DETERMINISM AND NUMERICS
@@ -184,7 +187,7 @@ NBWD_GPU_API const char *nbwd_gpu_last_error(void);
 #define NBWDG__TLS __thread
 #endif
 
-static NBWDG__TLS char nbwdg__err[256];
+static NBWDG__TLS char nbwdg__err[512]; /* room for the CPU message (400) and a prefix */
 
 static void nbwdg__set_error(const char *what, const char *name, const char *msg) {
     snprintf(nbwdg__err, sizeof nbwdg__err, "%s: %s (%s)", what, msg ? msg : "", name ? name : "");
@@ -311,15 +314,32 @@ static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
 }
 
 static nbwd_status nbwdg__ws_check(size_t need, const void *workspace, size_t bytes) {
-    if (need > 0 && (!workspace || bytes < need)) return NBWD_ERR_INSUFFICIENT_WORKSPACE;
+    if (need > 0 && !workspace)
+        return nbwd__fail(NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                          "workspace is NULL, but the workspace size query asks for %llu bytes (the GPU path "
+                          "allocates none itself)",
+                          (unsigned long long)need);
+    if (need > 0 && bytes < need)
+        return nbwd__fail(NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                          "workspace_bytes = %llu, but the workspace size query asks for %llu bytes",
+                          (unsigned long long)bytes, (unsigned long long)need);
     return NBWD_OK;
+}
+
+/* A rejected call: the CPU's message with this entry point's name, in both
+   last-error strings. */
+static nbwd_status nbwdg__reject(const char *entry, nbwd_status s) {
+    nbwd__finish(entry, s);
+    snprintf(nbwdg__err, sizeof nbwdg__err, "%s", nbwd_last_error());
+    return s;
 }
 
 /* The device kernels index the parameter tensors densely. */
 static nbwd_status nbwdg__params_dense(const nbwd__params *q) {
     int t;
     for (t = 0; t < NBWD__NPAR; ++t)
-        if (t != NBWD__PB && !q->dense[t]) return NBWD_ERR_UNSUPPORTED; /* beta: never read */
+        if (t != NBWD__PB && !q->dense[t]) /* beta: never read */
+            return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense gamma, diff_gamma and diff_beta only");
     return NBWD_OK;
 }
 
@@ -328,33 +348,37 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, const
                                      const void *workspace, size_t bytes, nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
     nbwd_status s;
     if ((s = nbwd__ln_plan_desc(desc, p)) != NBWD_OK) return s;
-    if (!args) return NBWD_ERR_NULL_POINTER;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
     nbwdg__ln_config(p, c);
-    return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
+    if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0; /* as a CPU call that succeeds */
+    return s;
 }
 
 static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                      const void *workspace, size_t bytes, nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
     nbwd_status s;
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
-    if (!args) return NBWD_ERR_NULL_POINTER;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__bn_check_args(desc, p, args)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
-    if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1)) return NBWD_ERR_UNSUPPORTED;
+    if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
     nbwdg__bn_config(p, c);
-    return nbwdg__ws_check(c->ws_bytes, workspace, bytes);
+    if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0;
+    return s;
 }
 
 NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__ln_plan p;
     nbwdg__ln_cfg c;
     nbwd_status s;
-    if (!bytes) return NBWD_ERR_NULL_POINTER;
-    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if (!bytes) return nbwdg__reject("nbwd_gpu_layer_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject("nbwd_gpu_layer_norm_bwd_workspace_size", s);
     nbwdg__ln_config(&p, &c);
     *bytes = c.ws_bytes;
+    nbwd__msg[0] = 0;
     return NBWD_OK;
 }
 
@@ -362,10 +386,11 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch
     nbwd__bn_plan p;
     nbwdg__bn_cfg c;
     nbwd_status s;
-    if (!bytes) return NBWD_ERR_NULL_POINTER;
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if (!bytes) return nbwdg__reject("nbwd_gpu_batch_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject("nbwd_gpu_batch_norm_bwd_workspace_size", s);
     nbwdg__bn_config(&p, &c);
     *bytes = c.ws_bytes;
+    nbwd__msg[0] = 0;
     return NBWD_OK;
 }
 
@@ -383,7 +408,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc 
     nbwdg__ln_cfg c;
     nbwd_status s;
     (void)stream;
-    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_layer_norm_bwd", s);
     nbwdg__no_cuda();
     return NBWD_ERR_UNSUPPORTED;
 }
@@ -395,7 +421,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
     nbwdg__bn_cfg c;
     nbwd_status s;
     (void)stream;
-    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_batch_norm_bwd", s);
     nbwdg__no_cuda();
     return NBWD_ERR_UNSUPPORTED;
 }
@@ -1057,7 +1084,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc 
     cudaError_t e;
     cudaStream_t st = (cudaStream_t)stream;
     int want_dx, want_dg, want_db;
-    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_layer_norm_bwd", s);
     if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     want_dx = args->diff_src != NULL;
@@ -1147,7 +1175,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
     nbwd_status s;
     cudaError_t e;
     cudaStream_t st = (cudaStream_t)stream;
-    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK) return s;
+    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_batch_norm_bwd", s);
     if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     if (p.M == 0 && args->diff_gamma && !p.accumulate && p.C > 0) { /* empty batch: empty sums */

@@ -133,8 +133,21 @@ static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd
 
 /* Runs both tables. cpu_arena: host; gpu_arena: where the GPU call's
    tensors live. ok_status: what a valid GPU call returns here. */
+/* After a rejection by both: the GPU entry point's message is the CPU's
+   with the GPU entry's name, in both last-error strings. */
+static void nbwdt_same_message(const char *cpu_msg, const char *cpu_entry, const char *gpu_entry, const char *name) {
+    char want[600], what[1500];
+    const size_t skip = strlen(cpu_entry) + 2;
+    snprintf(want, sizeof want, "%s: %s", gpu_entry, strlen(cpu_msg) > skip ? cpu_msg + skip : "");
+    snprintf(what, sizeof what, "%.100s: message \"%.440s\", expected \"%.440s\" (nbwd_last_error \"%.440s\")", name,
+             nbwd_gpu_last_error(), want, nbwd_last_error());
+    nbwdt_check(strncmp(cpu_msg, cpu_entry, strlen(cpu_entry)) == 0 && strcmp(nbwd_gpu_last_error(), want) == 0 &&
+                    strcmp(nbwd_last_error(), want) == 0,
+                what);
+}
+
 static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_status) {
-    char what[256];
+    char what[256], cpu_msg[600];
     void *cpu_ws = malloc(1 << 20);
     const char *name;
     int i, f;
@@ -147,11 +160,13 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         nbwdt_ln_base(&d2, &a2, gpu_arena);
         if (!(f = nbwdt_ln_case(i, &d1, &a1, cpu_arena, &name))) break;
         nbwdt_ln_case(i, &d2, &a2, gpu_arena, &name);
-        sc = nbwd_layer_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
         if (nbwd_gpu_layer_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sc = nbwd_layer_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
         sg = nbwd_gpu_layer_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF,
                                      need, NULL);
         if (sg == NBWD_OK) NBWDT_SYNC();
+        if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_layer_norm_bwd", "nbwd_gpu_layer_norm_bwd", name);
         snprintf(what, sizeof what, "LayerNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
                  (int)(sc != NBWD_OK ? sc : ok_status));
         nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
@@ -165,11 +180,13 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         nbwdt_bn_base(&d2, &a2, gpu_arena);
         if (!(f = nbwdt_bn_case(i, &d1, &a1, cpu_arena, &name))) break;
         nbwdt_bn_case(i, &d2, &a2, gpu_arena, &name);
-        sc = nbwd_batch_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
         if (nbwd_gpu_batch_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sc = nbwd_batch_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
         sg = nbwd_gpu_batch_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF, need,
                                      NULL);
         if (sg == NBWD_OK) NBWDT_SYNC();
+        if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_batch_norm_bwd", "nbwd_gpu_batch_norm_bwd", name);
         snprintf(what, sizeof what, "BatchNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
                  (int)(sc != NBWD_OK ? sc : ok_status));
         nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
@@ -187,6 +204,8 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
                     "LayerNorm workspace query: NULL bytes");
         nbwdt_check(nbwd_gpu_layer_norm_bwd(&d, &a, NULL, 0, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
                     "LayerNorm: NULL workspace with nonzero need");
+        nbwdt_check(strncmp(nbwd_gpu_last_error(), "nbwd_gpu_layer_norm_bwd: NBWD_ERR_INSUFFICIENT_WORKSPACE: workspace is NULL", 75) == 0,
+                    "LayerNorm: NULL workspace: the message names the entry, the status and the workspace");
         nbwdt_check(nbwd_gpu_layer_norm_bwd(&d, &a, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
                         NBWD_ERR_INSUFFICIENT_WORKSPACE,
                     "LayerNorm: workspace one byte short");

@@ -190,7 +190,7 @@ static void ln_run(const LnCase &c) {
     CK(cudaDeviceSynchronize());
     if (st_ != NBWD_OK) {
         char w2[1024];
-        snprintf(w2, sizeof w2, "%s: status %d (%s)", what, (int)st_, nbwd_gpu_last_error());
+        snprintf(w2, sizeof w2, "%s: status %d (%.300s)", what, (int)st_, nbwd_gpu_last_error());
         nbwdt_check(0, w2);
         if (ws) cudaFree(ws);
         return;
@@ -401,7 +401,7 @@ static void bn_run(const BnCase &c) {
     CK(cudaDeviceSynchronize());
     if (st_ != NBWD_OK) {
         char w2[1024];
-        snprintf(w2, sizeof w2, "%s: status %d (%s)", what, (int)st_, nbwd_gpu_last_error());
+        snprintf(w2, sizeof w2, "%s: status %d (%.300s)", what, (int)st_, nbwd_gpu_last_error());
         nbwdt_check(0, w2);
         if (ws) cudaFree(ws);
         return;
