@@ -85,6 +85,13 @@
      gamma is optional (1 when absent). diff_gamma and diff_beta: both or
      neither (NBWD_ERR_BAD_PARAM otherwise); with neither, gamma is ignored,
      as the oneDNN specification says.
+     Frozen statistics (flag NBWD_USE_GLOBAL_STATS: oneDNN's
+     use_global_stats, PyTorch's backward in eval mode, fine-tuning with
+     frozen BatchNorm): mean and variance are constants, so diff_src =
+     diff_dst * gamma * rstd, one pass over dy when diff_gamma/diff_beta are
+     not requested; diff_gamma/diff_beta as in training. x takes no part in
+     diff_src except that a NaN or infinite x (or x - mean overflowing)
+     makes its own element's diff_src NaN.
 
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
@@ -152,6 +159,8 @@
                                    gradient accumulation over micro-batches);
                                    the default overwrites. diff_src is always
                                    overwritten.
+     NBWD_USE_GLOBAL_STATS         BatchNorm: frozen mean and variance (see
+                                   BatchNorm above); LayerNorm refuses it.
 
    ============================================================================
    THREADS AND DETERMINISM
@@ -373,6 +382,9 @@ typedef enum nbwd_isa {
 
 /* flags */
 #define NBWD_ACCUMULATE_PARAM_GRADS 1u
+/* BatchNorm only: mean and variance are constants (oneDNN's use_global_stats,
+   PyTorch's backward in eval mode): diff_src = diff_dst * gamma * rstd */
+#define NBWD_USE_GLOBAL_STATS 2u
 
 typedef struct nbwd_layer_norm_bwd_desc {
     int rank;                       /* 1..NBWD_MAX_RANK */
@@ -424,7 +436,7 @@ typedef struct nbwd_batch_norm_bwd_desc {
     float epsilon;                  /* required > 0 in the MEAN_VARIANCE form */
     nbwd_stats_form stats_form;
     nbwd_dtype data_dtype, stats_dtype, param_dtype;
-    unsigned flags;
+    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS, NBWD_USE_GLOBAL_STATS */
     int num_threads;
     nbwd_isa isa;
     /* Element strides of the data tensors (rank entries, NULL = dense). */
@@ -1256,13 +1268,21 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     return NBWD_OK;
 }
 
-static nbwd_status nbwd__check_common(int form, unsigned flags, int num_threads, int isa, float eps) {
+/* batch_norm: the operation takes NBWD_USE_GLOBAL_STATS too */
+static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, int num_threads, int isa, float eps) {
     if (form < NBWD_STATS_MEAN_VARIANCE || form > NBWD_STATS_XHAT_STD)
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD or _XHAT_STD", form);
-    if (flags & ~NBWD_ACCUMULATE_PARAM_GRADS)
-        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.flags = 0x%x: the only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)",
-                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS);
+    if (batch_norm && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_USE_GLOBAL_STATS)))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.flags = 0x%x: the flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x) and "
+                          "NBWD_USE_GLOBAL_STATS (0x%x)",
+                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS, (unsigned)NBWD_USE_GLOBAL_STATS);
+    if (!batch_norm && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.flags = 0x%x: LayerNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
+                          (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
+                          flags & NBWD_USE_GLOBAL_STATS ? "; NBWD_USE_GLOBAL_STATS is BatchNorm's" : "");
     if (num_threads < 0)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.num_threads = %d: 0 (OpenMP's default) or a thread count",
                           num_threads);
@@ -1778,7 +1798,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.begin_norm_axis = %lld is outside [%d, %d] for rank %d",
                           (long long)axis, -d->rank, d->rank - 1, d->rank);
     p->axis = (int)(axis < 0 ? axis + d->rank : axis);
-    if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, 0, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
         return s;
     if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
     p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
@@ -2078,6 +2098,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
 /* ------------------------------------------------------------ BatchNorm */
 typedef struct nbwd__bn_plan {
     int rank, dt, sdt, pdt, form, accumulate;
+    int global_stats; /* NBWD_USE_GLOBAL_STATS */
     int nxc;    /* the row algorithm: channels are the dense inner dim */
     int gather; /* [N, C] with a channel stride other than 1: rows through dense tiles */
     float eps;
@@ -2102,6 +2123,7 @@ typedef struct nbwd__bn_run {
     const void *gamma;                         /* NULL: 1 */
     void *dgamma, *dbeta;
     int want_dx, stream;
+    int reduce; /* the channel sums are needed: training statistics, or diff_gamma/diff_beta */
 } nbwd__bn_run;
 
 NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int rank, const int64_t *dims,
@@ -2133,12 +2155,13 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.layout = %d is neither NBWD_NXC nor NBWD_NCX", (int)d->layout);
     r = p->rank = d->rank;
     if ((s = nbwd__count(d->dims, 0, r, &total)) != NBWD_OK) return s;
-    if ((s = nbwd__check_common((int)d->stats_form, d->flags, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, 1, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
         return s;
     if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
     p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
     p->form = (int)d->stats_form;
     p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
+    p->global_stats = (d->flags & NBWD_USE_GLOBAL_STATS) != 0;
     p->eps = d->epsilon;
     p->nxc = d->layout == NBWD_NXC;
     p->N = d->dims[0];
@@ -2253,12 +2276,16 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     return nbwd__check_alias(8, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-/* Channel c's sums are complete (partials[0..1]): coefficients and params. */
+/* Channel c's sums are complete (partials[0..1]): coefficients and params.
+   Global statistics: dx = dy * scale, through the training formula with
+   mean_g = mean_gx = 0 and xhat's scale 0, so that x takes no part (short of
+   a NaN or infinite x - mean, whose xhat is NaN). */
 static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, float sum_dy) {
     const nbwd__bn_plan *p = r->p;
     float gamma = r->gamma ? nbwd__load(r->gamma, c * p->par.st[NBWD__PG][0], p->pdt) : 1.0f;
-    r->mg[c] = (float)((double)sum_dy / (double)p->M);
-    r->mgx[c] = (float)((double)sum_dyx / (double)p->M);
+    r->mg[c] = p->global_stats ? 0.0f : (float)((double)sum_dy / (double)p->M);
+    r->mgx[c] = p->global_stats ? 0.0f : (float)((double)sum_dyx / (double)p->M);
+    if (p->global_stats) r->xs[c] = 0.0f;
     r->scale[c] = r->scale[c] * gamma;
     if (r->dgamma) {
         nbwd__write_param(r->dgamma, c * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx, p->accumulate);
@@ -2331,6 +2358,10 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
 
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     float *part = r->partials + c * r->p->nchunks * 2;
+    if (!r->reduce) {
+        nbwd__bn_finish(r, c, 0.0f, 0.0f);
+        return;
+    }
     nbwd__tree_sum(r->k, part, r->p->nchunks, 2, 2);
     nbwd__bn_finish(r, c, part[1], part[0]); /* sum dy * xhat, sum dy */
 }
@@ -2340,7 +2371,7 @@ static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
    than L2, the entries reduced last are the ones still in it. */
 static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cblock) {
     int64_t k, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
-    for (k = 0; k < r->p->nchunks; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
+    for (k = 0; k < r->p->nchunks && r->reduce; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
     for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
     if (r->want_dx) {
         nbwd__bn_ncx_apply(r, c0, c1, 0, r->p->N);
@@ -2490,6 +2521,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     r.dgamma = args->diff_gamma;
     r.dbeta = args->diff_beta;
     r.gamma = r.dgamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
+    r.reduce = !p.global_stats || r.dgamma; /* global statistics and dx alone: one pass */
     if (p.M == 0 && r.dgamma && !p.accumulate) { /* empty batch: empty sums */
         for (c = 0; c < C; ++c) {
             nbwd__store(r.dgamma, c * p.par.st[NBWD__PDG][0], p.pdt, 0.0f);
@@ -2516,9 +2548,12 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
             int64_t b;
             nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, 3, p.st);
             threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
-            NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
-            nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
-            for (c = 0; c < C; ++c) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
+            if (r.reduce) {
+                NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
+                nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
+            }
+            for (c = 0; c < C; ++c)
+                nbwd__bn_finish(&r, c, r.reduce ? r.partials[c] : 0.0f, r.reduce ? r.partials[C + c] : 0.0f);
             if (r.want_dx) {
                 threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));
@@ -2531,8 +2566,9 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                 NBWD__PARALLEL_FOR(threads, i, (C + cblock - 1) / cblock,
                                    nbwd__bn_ncx_channels(&r, i * cblock, cblock));
             } else { /* fewer channels than threads: split the batch too (same sums) */
-                NBWD__PARALLEL_FOR(threads, i, C * p.nchunks,
-                                   nbwd__bn_ncx_chunk(&r, i / p.nchunks, i / p.nchunks + 1, i % p.nchunks));
+                if (r.reduce)
+                    NBWD__PARALLEL_FOR(threads, i, C * p.nchunks,
+                                       nbwd__bn_ncx_chunk(&r, i / p.nchunks, i / p.nchunks + 1, i % p.nchunks));
                 for (c = 0; c < C; ++c) nbwd__bn_ncx_reduce_finish(&r, c);
                 if (r.want_dx) /* a fence per thread, not per plane */
                     NBWD__PARALLEL_FOR(threads, i, threads,

@@ -818,6 +818,7 @@ struct nbwdg__bn_k {
     float *totals, *part;
     int64_t C, M, rows, inner, R, nper, N, nb;
     int TX, nxc, vec, sdt, pdt, form, accumulate;
+    int global_stats; /* NBWD_USE_GLOBAL_STATS; totals NULL: no sums were taken */
     float eps;
 };
 
@@ -945,10 +946,12 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_ncx_reduce(const 
 /* Channel sums complete: coefficients and diff_gamma/diff_beta (nbwd__bn_finish). */
 __global__ void nbwdg__bn_finish_kernel(const __grid_constant__ nbwdg__bn_k p) {
     for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
-        const float sum_dyx = p.totals[c], sum_dy = p.totals[p.C + c];
+        const float sum_dyx = p.totals ? p.totals[c] : 0.0f, sum_dy = p.totals ? p.totals[p.C + c] : 0.0f;
         const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
-        p.coef[2 * p.C + c] = (float)((double)sum_dy / (double)p.M);
-        p.coef[3 * p.C + c] = (float)((double)sum_dyx / (double)p.M);
+        /* global statistics: dx = dy * scale (as the CPU path: xhat's scale 0) */
+        p.coef[2 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dy / (double)p.M);
+        p.coef[3 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dyx / (double)p.M);
+        if (p.global_stats) p.coef[p.C + c] = 0.0f;
         p.coef[4 * p.C + c] = __fmul_rn(p.coef[4 * p.C + c], gamma);
         if (p.dg) {
             nbwdg__write_param(p.dg, c, p.pdt, sum_dyx, p.accumulate);
@@ -1206,17 +1209,20 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
         k.C = p.C; k.M = p.M; k.N = p.N; k.rows = c.rows; k.inner = c.inner;
         k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = nbwdg__bn_rows_alg(&p);
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
+        k.global_stats = p.global_stats;
         k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) && nbwdg__aligned(k.dy, &k.o, 1, esz) &&
                 nbwdg__aligned(k.dx, &k.o, 2, esz);
 
         nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
-        if (p.dt == NBWD_F32) nbwdg__bn_launch_reduce<NBWD_F32>(k, st);
-        else if (p.dt == NBWD_F16) nbwdg__bn_launch_reduce<NBWD_F16>(k, st);
-        else nbwdg__bn_launch_reduce<NBWD_BF16>(k, st);
-        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
-        {
+        if (p.global_stats && !args->diff_gamma) {
+            k.totals = NULL; /* global statistics and dx alone: no sums */
+        } else {
             nbwdg__comb_k q;
+            if (p.dt == NBWD_F32) nbwdg__bn_launch_reduce<NBWD_F32>(k, st);
+            else if (p.dt == NBWD_F16) nbwdg__bn_launch_reduce<NBWD_F16>(k, st);
+            else nbwdg__bn_launch_reduce<NBWD_BF16>(k, st);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
             memset(&q, 0, sizeof q);
             q.part = k.part; q.nb = c.nb; q.width = 2 * p.C; q.n = p.C; q.totals = k.totals; q.mode = 0;
             nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);

@@ -271,6 +271,11 @@ void ref_layer_norm_fwd(int rank, const int64_t *dims, int axis, double eps, con
 void ref_batch_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, nbwd_stats_form form, double eps,
                         ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
                         ref_out out);
+/* The same with frozen statistics (NBWD_USE_GLOBAL_STATS): dx = rstd *
+   gamma * dy; dg, db as in training. */
+void ref_batch_norm_bwd_global(int rank, const int64_t *dims, nbwd_layout layout, nbwd_stats_form form, double eps,
+                               ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
+                               ref_out out);
 void ref_batch_norm_stats(int rank, const int64_t *dims, nbwd_layout layout, ref_tensor x, double *mean,
                           double *var);
 void ref_batch_norm_fwd(int rank, const int64_t *dims, nbwd_layout layout, double eps, const double *x,

@@ -252,6 +252,27 @@ void ref_batch_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, nbwd_
     free(m); free(rstd); free(gm); free(sg); free(sgx); free(sag); free(sagx); free(sdy); free(sady); free(sadyx); free(sdyx);
 }
 
+void ref_batch_norm_bwd_global(int rank, const int64_t *dims, nbwd_layout layout, nbwd_stats_form form, double eps,
+                               ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
+                               ref_out out) {
+    int cd = (int)ref_bn_channel_dim(rank, layout);
+    int64_t C = dims[cd], total = ref_count(dims, 0, rank), e;
+    ref_out sums = out;
+    ref_cursor cdy;
+    sums.dx = sums.dx_tol = NULL; /* diff_gamma, diff_beta: as in training */
+    ref_batch_norm_bwd(rank, dims, layout, form, eps, x, dy, mean, spread, gamma, sums);
+    if (!out.dx && !out.dx_tol) return;
+    ref_cursor_init(&cdy, rank, dims, dy.strides);
+    for (e = 0; e < total; ++e) {
+        int64_t c = cdy.idx[cd];
+        double rstd = ref_rstd(form, ref_get(spread, 1, &C, c), eps), gm = gamma.p ? ref_get(gamma, 1, &C, c) : 1.0;
+        double v = rstd * gm * ref_load(dy.p, dy.dt, cdy.off);
+        if (out.dx) out.dx[e] = v;
+        if (out.dx_tol) out.dx_tol[e] = t_tol_dx(fabs(v), 0.0, 1);
+        ref_cursor_next(&cdy);
+    }
+}
+
 void ref_batch_norm_stats(int rank, const int64_t *dims, nbwd_layout layout, ref_tensor x, double *mean,
                           double *var) {
     int cd = (int)ref_bn_channel_dim(rank, layout);

@@ -3,7 +3,8 @@
    combination, gamma present/absent, diff_gamma+diff_beta present/absent
    (absent: gamma is ignored), diff_src absent, strided (padded, negative)
    tensors, in-place, accumulate, channel counts 1..64, spatial sizes 1..3136,
-   a >= 2^20 element case, and degenerate N = 0, C = 0, N * spatial = 1. */
+   a >= 2^20 element case, degenerate N = 0, C = 0, N * spatial = 1, and
+   frozen (global) statistics. */
 #include "nbwd_test.h"
 
 enum { B_DENSE = 0, B_PADDED = 1, B_NEGATIVE = 2 };
@@ -22,6 +23,7 @@ typedef struct bn_cfg {
     int strides;
     int inplace;
     int accumulate;
+    int global_stats; /* NBWD_USE_GLOBAL_STATS */
     float eps;
     int data;
     int threads;
@@ -74,12 +76,12 @@ static int bn_run(const bn_cfg *c) {
         total *= c->dims[d];
     }
     M = C > 0 ? total / C : 0;
-    t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d eps=%g data=%d "
-           "threads=%d ws=%d seed=%llu isa=%s",
+    t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d global=%d eps=%g "
+           "data=%d threads=%d ws=%d seed=%llu isa=%s",
            c->layout == NBWD_NCX ? "NCX" : "NXC", dims, t_form_name(c->form), t_dtype_name(c->dt),
            t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->gamma, c->params, c->want_dx, c->strides, c->inplace,
-           c->accumulate, (double)c->eps, c->data, c->threads, c->caller_ws, (unsigned long long)c->seed,
-           nbwd_isa_name(g_test_isa));
+           c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws,
+           (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
     t_rng_seed(&rng, c->seed);
 
     /* strides: the dense block is the spatial dims (NCX) or C (NXC); with
@@ -178,7 +180,10 @@ static int bn_run(const bn_cfg *c) {
     tm.p = bm.base; tm.dt = c->sdt; tm.strides = bm.strides;
     tv.p = bv.base; tv.dt = c->sdt; tv.strides = bv.strides;
     tg.p = c->gamma && c->params ? bg.base : NULL; tg.dt = c->pdt; tg.strides = bg.strides;
-    ref_batch_norm_bwd(c->rank, c->dims, c->layout, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    if (c->global_stats)
+        ref_batch_norm_bwd_global(c->rank, c->dims, c->layout, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    else
+        ref_batch_norm_bwd(c->rank, c->dims, c->layout, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
     for (i = 0; i < C; ++i) {
         rdg[i] += prev_dg[i];
         rdb[i] += prev_db[i];
@@ -191,7 +196,7 @@ static int bn_run(const bn_cfg *c) {
     desc.data_dtype = c->dt;
     desc.stats_dtype = c->sdt;
     desc.param_dtype = c->pdt;
-    desc.flags = c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
+    desc.flags = (c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c->global_stats ? NBWD_USE_GLOBAL_STATS : 0u);
     desc.num_threads = c->threads;
     desc.isa = g_test_isa;
     if (c->strides || c->inplace) {
@@ -554,11 +559,89 @@ static void bn_large_threads(void) {
     }
 }
 
+/* 8. Global (frozen) statistics, NBWD_USE_GLOBAL_STATS: dx = dy * gamma *
+   rstd in every layout, form and dtype combination, with and without
+   diff_gamma/diff_beta (without: the one-pass path), strided, in place,
+   accumulated, on two threads; and dx takes the same bits for another
+   (finite) x. */
+static void bn_global_x_free(nbwd_layout layout, int params) {
+    int64_t dims[3] = {4, 3, 8}, total = 96, i;
+    float x1[96], x2[96], dy[96], dx1[96], dx2[96], mean[8], var[8], gamma[8], dg[8], db[8];
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    t_rng rng;
+    nbwd_status s1, s2;
+    t_case("BN global statistics: dx does not depend on x (%s, params %d, isa %s)",
+           layout == NBWD_NCX ? "NCX" : "NXC", params, nbwd_isa_name(g_test_isa));
+    if (layout == NBWD_NCX) { dims[1] = 8; dims[2] = 3; }
+    t_rng_seed(&rng, 77 + (uint64_t)params);
+    for (i = 0; i < total; ++i) {
+        x1[i] = (float)t_rng_normal(&rng);
+        x2[i] = (float)(1e3 * t_rng_normal(&rng));
+        dy[i] = (float)t_rng_normal(&rng);
+    }
+    for (i = 0; i < 8; ++i) {
+        mean[i] = (float)t_rng_normal(&rng);
+        var[i] = (float)t_rng_uniform(&rng, 0.1, 2.0);
+        gamma[i] = (float)t_rng_uniform(&rng, 0.5, 1.5);
+    }
+    nbwd_batch_norm_bwd_desc_init(&d, 3, dims, layout, 1e-5f);
+    d.flags = NBWD_USE_GLOBAL_STATS;
+    d.isa = g_test_isa;
+    memset(&a, 0, sizeof a);
+    a.src = x1; a.diff_dst = dy; a.mean = mean; a.variance = var; a.gamma = gamma; a.diff_src = dx1;
+    if (params) { a.diff_gamma = dg; a.diff_beta = db; }
+    s1 = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+    a.src = x2; a.diff_src = dx2;
+    s2 = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+    CHECK_STATUS(s1, NBWD_OK);
+    CHECK_STATUS(s2, NBWD_OK);
+    CHECK(memcmp(dx1, dx2, sizeof dx1) == 0, "diff_src changed with x under NBWD_USE_GLOBAL_STATS");
+}
+
+static void bn_global_stats(void) {
+    int lay, f, k, p;
+    static const int64_t sp2[2] = {4, 5}, sp1[1] = {300};
+    for (lay = 0; lay < 2; ++lay)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < T_NCOMBOS; ++k)
+                for (p = 0; p < 2; ++p) {
+                    bn_cfg c;
+                    bn_defaults(&c);
+                    bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 3, 5, 2, sp2);
+                    c.global_stats = 1;
+                    c.params = p;
+                    c.form = (nbwd_stats_form)f;
+                    c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+    for (lay = 0; lay < 2; ++lay)
+        for (p = 0; p < 2; ++p) {
+            bn_cfg c;
+            bn_defaults(&c);
+            bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 8, 16, 1, sp1);
+            c.global_stats = 1;
+            c.params = p;
+            c.strides = p ? B_PADDED : B_NEGATIVE;
+            c.accumulate = p;
+            c.threads = 2;
+            c.seed = ++g_bseed;
+            bn_run(&c);
+            c.strides = B_DENSE;
+            c.inplace = p ? BIP_X : BIP_DY;
+            c.dt = NBWD_BF16;
+            c.seed = ++g_bseed;
+            bn_run(&c);
+            bn_global_x_free(lay ? NBWD_NCX : NBWD_NXC, p);
+        }
+}
+
 void test_batch_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", bn_full_cross}, {"shapes", bn_shapes},         {"strides", bn_strides},
         {"in-place/accumulate", bn_inplace_accumulate}, {"data", bn_data}, {"degenerate", bn_degenerate},
-        {"large/threads", bn_large_threads},
+        {"large/threads", bn_large_threads}, {"global statistics", bn_global_stats},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {

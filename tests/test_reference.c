@@ -2,15 +2,23 @@
    the library: central finite differences of a float64 forward (LayerNorm
    and BatchNorm training, mean and variance recomputed from x inside the
    forward, loss = sum(y * w) for random w) on small shapes, compared with the
-   reference backward fed the forward's own mean and variance and dy = w.
-   Also: the three statistics forms agree, and strided (padded, negative)
+   reference backward fed the forward's own mean and variance and dy = w;
+   BatchNorm also with the statistics frozen (a forward that takes them as
+   constants, against the NBWD_USE_GLOBAL_STATS reference). Also: the three
+   statistics forms agree, and strided (padded, negative)
    inputs give the same results as dense ones. */
 #include "nbwd_test.h"
 
 typedef void (*fwd_fn)(const void *ctx, const double *x, const double *gamma, const double *beta, double *y);
 
 typedef struct ln_ctx { int rank; const int64_t *dims; int axis; double eps; } ln_ctx;
-typedef struct bn_ctx { int rank; const int64_t *dims; nbwd_layout layout; double eps; } bn_ctx;
+typedef struct bn_ctx {
+    int rank;
+    const int64_t *dims;
+    nbwd_layout layout;
+    double eps;
+    const double *mean, *var; /* frozen statistics (NULL: recomputed from x) */
+} bn_ctx;
 
 static void ln_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
     const ln_ctx *c = (const ln_ctx *)ctx;
@@ -18,7 +26,21 @@ static void ln_fwd(const void *ctx, const double *x, const double *gamma, const 
 }
 static void bn_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
     const bn_ctx *c = (const bn_ctx *)ctx;
-    ref_batch_norm_fwd(c->rank, c->dims, c->layout, c->eps, x, gamma, beta, y);
+    int64_t e, total = 1;
+    int d, cd = c->layout == NBWD_NCX ? 1 : c->rank - 1;
+    if (!c->mean) {
+        ref_batch_norm_fwd(c->rank, c->dims, c->layout, c->eps, x, gamma, beta, y);
+        return;
+    }
+    for (d = 0; d < c->rank; ++d) total *= c->dims[d];
+    for (e = 0; e < total; ++e) { /* frozen: y = (x - mean) / sqrt(var + eps) * gamma + beta */
+        int64_t lin = e, ch = 0;
+        for (d = c->rank - 1; d >= 0; --d) {
+            if (d == cd) ch = lin % c->dims[d];
+            lin /= c->dims[d];
+        }
+        y[e] = (x[e] - c->mean[ch]) / sqrt(c->var[ch] + c->eps) * gamma[ch] + beta[ch];
+    }
 }
 
 static double loss(fwd_fn f, const void *ctx, const double *x, const double *g, const double *b, const double *w,
@@ -217,7 +239,7 @@ static void bn_reference_case(int rank, const int64_t *dims, nbwd_layout layout,
     db2 = (double *)t_xmalloc((size_t)C * sizeof(double));
     for (i = 0; i < total; ++i) { x[i] = -0.4 + 2.0 * t_rng_normal(&rng); w[i] = t_rng_normal(&rng); }
     for (i = 0; i < C; ++i) { g[i] = 1.0 + 0.5 * t_rng_normal(&rng); b[i] = t_rng_normal(&rng); }
-    ctx.rank = rank; ctx.dims = dims; ctx.layout = layout; ctx.eps = 1e-3;
+    ctx.rank = rank; ctx.dims = dims; ctx.layout = layout; ctx.eps = 1e-3; ctx.mean = ctx.var = NULL;
     fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
     fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, g, C, fdg);
     fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, b, C, fdb);
@@ -242,6 +264,18 @@ static void bn_reference_case(int rank, const int64_t *dims, nbwd_layout layout,
                        f64(spread, NULL), f64(g, NULL), o);
     compare_exact("XHAT_STD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
     compare_exact("XHAT_STD vs MEAN_VARIANCE diff_gamma", dg2, dg, C, 1e-12);
+    /* frozen (global) statistics: the forward with mean and var constant */
+    ctx.mean = mean; ctx.var = var;
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, g, C, fdg);
+    fd_grad(bn_fwd, &ctx, x, g, b, w, y, total, b, C, fdb);
+    ctx.mean = ctx.var = NULL;
+    o.dx = dx2; o.dg = dg2; o.db = db2;
+    ref_batch_norm_bwd_global(rank, dims, layout, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                              f64(mean, NULL), f64(var, NULL), f64(g, NULL), o);
+    compare_fd("global statistics diff_src", fdx, dx2, total);
+    compare_fd("global statistics diff_gamma", fdg, dg2, C);
+    compare_fd("global statistics diff_beta", fdb, db2, C);
     /* strided x and dy (padded outer strides, negative batch stride) */
     {
         int64_t sx[NBWD_MAX_RANK], sw[NBWD_MAX_RANK];

@@ -319,14 +319,15 @@ static void ln_vec_scalar(LnCase c) {
 struct BnCase {
     int rank; int64_t dims[5]; int layout;
     int dt, sdt, pdt, form, has_gamma, want_dx, want_pg, accumulate, pad, inplace, misalign;
+    int global; /* NBWD_USE_GLOBAL_STATS */
 };
 
 static void bn_run(const BnCase &c) {
     char what[512];
-    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d",
+    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d global %d",
              c.layout == NBWD_NCX ? "NCX" : "NXC", c.rank, (long long)c.dims[0], (long long)c.dims[1],
              (long long)c.dims[2], (long long)c.dims[3], c.dt, c.sdt, c.pdt, c.form, c.has_gamma, c.want_dx, c.want_pg,
-             c.accumulate, c.pad, c.inplace, c.misalign);
+             c.accumulate, c.pad, c.inplace, c.misalign, c.global);
     const int nxc = c.layout == NBWD_NXC || c.rank == 2;
     const int64_t C = nxc ? c.dims[c.rank - 1] : c.dims[1];
     int64_t st[NBWD_MAX_RANK], s = 1, total = 1;
@@ -341,7 +342,7 @@ static void bn_run(const BnCase &c) {
     nbwd_batch_norm_bwd_desc_init(&desc, c.rank, c.dims, (nbwd_layout)c.layout, 1e-5f);
     desc.stats_form = (nbwd_stats_form)c.form;
     desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
-    desc.flags = c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
+    desc.flags = (c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c.global ? NBWD_USE_GLOBAL_STATS : 0u);
     if (c.pad) desc.src_strides = desc.diff_dst_strides = desc.diff_src_strides = st;
     Buf x, dy, dx, mean, spread, gamma, dg, db;
     const int64_t mis = c.misalign ? 1 : 0;
@@ -433,7 +434,8 @@ static void bn_run(const BnCase &c) {
         int64_t o = offset(i), ch = chan(i);
         double gm = use_gamma ? getf(gamma.hp(), ch, c.pdt) : 1.0;
         double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = getf(dy_in, o, c.dt);
-        double ref = rstd[(size_t)ch] * gm * (dv - sdy[(size_t)ch] / M - xh * sdyx[(size_t)ch] / M);
+        double ref = c.global ? rstd[(size_t)ch] * gm * dv
+                              : rstd[(size_t)ch] * gm * (dv - sdy[(size_t)ch] / M - xh * sdyx[(size_t)ch] / M);
         double gv = getf(g_dx.data() + mb, o, c.dt);
         erd.add(gv, ref);
         ecd.add(gv, getf(c_dx.data() + mb, o, c.dt));
@@ -563,7 +565,7 @@ batch_norm:
                     bn_run(c);
                 }
     for (int layout = 0; layout < 2; ++layout)
-        for (int opt = 0; opt < 7; ++opt) {
+        for (int opt = 0; opt < 9; ++opt) {
             BnCase c;
             memset(&c, 0, sizeof c);
             c.rank = 4; c.dims[0] = 3; c.dims[1] = 24; c.dims[2] = 9; c.dims[3] = 16; c.layout = layout;
@@ -576,6 +578,8 @@ batch_norm:
             case 4: c.pad = 4; break;
             case 5: c.inplace = 1; break;
             case 6: c.misalign = 1; break;
+            case 7: c.global = 1; break;                  /* frozen statistics, with the parameter gradients */
+            case 8: c.global = 1; c.want_pg = 0; break;   /* and dx alone: no reduction */
             }
             bn_run(c);
         }
