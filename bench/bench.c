@@ -294,10 +294,13 @@ static const char *layout_name[] = {"row", "NCX", "NXC", "NC"};
 
 typedef struct problem {
     int op, layout, rank, dt;
+    int frozen; /* BatchNorm with NBWD_USE_GLOBAL_STATS ("bn-...-frozen:"): diff_src alone, one pass */
     int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN: [N, C, spatial...] (logical NCX order) */
     char shape[48];
 } problem;
 
+/* BNf: BatchNorm with frozen (global) statistics */
+#define OP_LABEL(p) ((p)->op == OP_LN ? "LN" : (p)->frozen ? "BNf" : "BN")
 static const char *dt_name(int dt) { return dt == NBWD_F32 ? "f32" : dt == NBWD_BF16 ? "bf16" : "f16"; }
 static size_t dt_size(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
 
@@ -317,7 +320,8 @@ static double prob_bytes(const problem *p) {
 }
 
 /* "ln:RxN", "RxN", "bn-ncx:NxCxHxW", "bn-nxc:NxCxHxW", "bn-nc:NxC" (dims of
-   BatchNorm always given in N, C, spatial order). */
+   BatchNorm always given in N, C, spatial order); a BatchNorm kind ending in
+   "-frozen" (bn-ncx-frozen:...) takes the statistics as constants. */
 static int parse_problem(const char *spec, int dt, problem *p) {
     const char *s = spec, *colon = strchr(spec, ':');
     char kind[16] = "ln";
@@ -329,6 +333,10 @@ static int parse_problem(const char *spec, int dt, problem *p) {
         memcpy(kind, spec, k);
         kind[k] = 0;
         s = colon + 1;
+        if (k > 7 && strcmp(kind + k - 7, "-frozen") == 0 && strncmp(kind, "bn", 2) == 0) {
+            kind[k - 7] = 0;
+            p->frozen = 1;
+        }
     }
     while (*s) {
         char *end;
@@ -474,7 +482,8 @@ static void data_make(const problem *p, data *D) {
                 int64_t s = SET_OF(p, a, b, k), q = PAR_OF(p, a, b, k);
                 double dyv = ld(D->dy, i, p->dt), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
                 double g = dyv * (double)D->gamma[q];
-                D->ref_dx[i] = (float)(sc[s] * (g - s1[s] / per_set - xh * (s2[s] / per_set)));
+                D->ref_dx[i] = p->frozen ? (float)(sc[s] * dyv) /* diff_src alone: gamma ignored */
+                                         : (float)(sc[s] * (g - s1[s] / per_set - xh * (s2[s] / per_set)));
             }
     free(s1);
     free(s2);
@@ -527,11 +536,11 @@ static double rel_l2_d(const float *out, const double *ref, int64_t n, int64_t *
    2^-10 (a bf16/f16 output alone is off by up to 2^-9 / 2^-12 per element);
    dgamma/dbeta (f32 outputs) 5e-5. */
 static void do_check(const problem *p, const data *D, const void *dx, const float *dg, const float *db, check *c) {
-    int64_t E = prob_elems(p), npar = prob_params(p), bad1, bad2, bad3;
+    int64_t E = prob_elems(p), npar = prob_params(p), bad1, bad2 = -1, bad3 = -1;
     double tdx = p->dt == NBWD_F32 ? 1e-5 : p->dt == NBWD_BF16 ? 1.0 / 256 : 1.0 / 1024, tp = 5e-5;
     c->err_dx = rel_l2_f(dx, p->dt, D->ref_dx, E, &bad1);
-    c->err_dg = rel_l2_d(dg, D->ref_dg, npar, &bad2);
-    c->err_db = rel_l2_d(db, D->ref_db, npar, &bad3);
+    c->err_dg = p->frozen ? 0.0 : rel_l2_d(dg, D->ref_dg, npar, &bad2); /* frozen rows: diff_src alone */
+    c->err_db = p->frozen ? 0.0 : rel_l2_d(db, D->ref_db, npar, &bad3);
     c->worst = c->err_dx / tdx;
     if (c->err_dg / tp > c->worst) c->worst = c->err_dg / tp;
     if (c->err_db / tp > c->worst) c->worst = c->err_db / tp;
@@ -584,6 +593,7 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
         nbwd_batch_norm_bwd_desc_init(&L->desc.bn, p->rank, dims, p->layout == LAY_NCX ? NBWD_NCX : NBWD_NXC, 1e-5f);
         L->desc.bn.data_dtype = (nbwd_dtype)p->dt;
         L->desc.bn.isa = isa;
+        if (p->frozen) L->desc.bn.flags = NBWD_USE_GLOBAL_STATS;
     }
     if (caller_ws) {
         size_t bytes = 0;
@@ -610,7 +620,8 @@ static nbwd_status lib_run(libcall *L) {
         nbwd_batch_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
-        a.diff_src = D->dx; a.diff_gamma = D->dg; a.diff_beta = D->db;
+        a.diff_src = D->dx;
+        if (!L->p->frozen) { a.diff_gamma = D->dg; a.diff_beta = D->db; }
         return nbwd_batch_norm_bwd(&L->desc.bn, &a, ws, wsb);
     }
 }
@@ -695,7 +706,7 @@ static void print_row(const row *r) {
         strcpy(spd, "n/a");
     }
     printf("%-3s %-4s %-14s %-5s %-6s %3d %5d %9.3f %9.3f %9.3f %7.2f %6.1f %-5s %5.0f%% %4.0f%% %-13s %-4s %9s %7s %7s  %s\n",
-           r->p->op == OP_LN ? "LN" : "BN", layout_name[r->p->layout], r->p->shape, dt_name(r->p->dt), r->path,
+           OP_LABEL(r->p), layout_name[r->p->layout], r->p->shape, dt_name(r->p->dt), r->path,
            r->threads, r->reps, r->med * 1e3, r->min * 1e3, r->max * 1e3, r->gbs, r->ceil, class_name[r->cls],
            r->pct, r->pct_rs, chk, r->same, dms, dgb, spd, r->dnnl_impl);
     fflush(stdout);
@@ -709,7 +720,7 @@ static void write_csv(const char *file) {
                "pct_ceiling,pct_regular_store_ceiling,check,err,det,onednn_ms,onednn_gbs,speedup,onednn_impl\n");
     for (i = 0; i < nrows; ++i) {
         const row *r = &rows[i];
-        fprintf(f, "%s,%s,%s,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.0f,%.3f,%.3f,%s,%.1f,%.1f,%s,%.3g,%s,", r->p->op == OP_LN ? "LN" : "BN",
+        fprintf(f, "%s,%s,%s,%s,%s,%d,%d,%.6f,%.6f,%.6f,%.0f,%.3f,%.3f,%s,%.1f,%.1f,%s,%.3g,%s,", OP_LABEL(r->p),
                 layout_name[r->p->layout], r->p->shape, dt_name(r->p->dt), r->path, r->threads, r->reps, r->med * 1e3,
                 r->min * 1e3, r->max * 1e3, prob_bytes(r->p), r->gbs, r->ceil, class_name[r->cls], r->pct,
                 r->pct_rs, r->ok ? "ok" : "FAIL", r->err, r->same);
@@ -746,7 +757,7 @@ static void write_plot(const char *png, const int *thr, int nthr) {
     fprintf(g, "set title 'norm\\_bwd backward: GB/s per shape vs the read-2-write-1 ceiling (points)'\n");
     fprintf(g, "$D << EOD\n");
     for (j = 0; j < nprob; ++j) {
-        fprintf(g, "\"%s %s %s %s\"", seen[j]->op == OP_LN ? "LN" : "BN", layout_name[seen[j]->layout], seen[j]->shape,
+        fprintf(g, "\"%s %s %s %s\"", OP_LABEL(seen[j]), layout_name[seen[j]->layout], seen[j]->shape,
                 dt_name(seen[j]->dt));
         for (t = 0; t < nthr; ++t) {
             double gb = 0, dg = 0, ce = 0;
@@ -773,12 +784,14 @@ static void write_plot(const char *png, const int *thr, int nthr) {
 static const char *default_shapes =
     "ln:32768x768,ln:8192x1024,ln:4096x4096,ln:2048x8192,ln:131072x64,ln:500000x24,ln:64x768,"
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
-    "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024";
+    "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
+    "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024";
 
 static void usage(void) {
     printf("usage: nbwd_bench [options]\n"
            "  --shapes LIST   comma-separated: ln:RxN (or RxN; leading dims multiply into rows),\n"
-           "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC\n"
+           "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC;\n"
+           "                  bn-ncx-frozen:... etc.: frozen statistics, diff_src alone (row label BNf)\n"
            "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm f32+bf16, BatchNorm f32)\n"
            "  --threads LIST  thread counts (default: 1 and all = %d)\n"
            "  --isa NAME      force the library path (scalar, sse, avx2, avx512, avx512_bf16, neon, neon_bf16) via desc.isa\n"
@@ -1022,7 +1035,7 @@ int main(int argc, char **argv) {
             memset(D.db, 0xff, (size_t)prob_params(p) * 4);
             s = lib_run(&L);
             if (s != NBWD_OK) {
-                fprintf(stderr, "\n*** nbwd call FAILED for %s %s %s: %s\n", p->op == OP_LN ? "LN" : "BN", p->shape,
+                fprintf(stderr, "\n*** nbwd call FAILED for %s %s %s: %s\n", OP_LABEL(p), p->shape,
                         dt_name(p->dt), nbwd_status_string(s));
                 r->ok = 0;
                 any_fail = 1;
@@ -1035,7 +1048,7 @@ int main(int argc, char **argv) {
                                          : (c.err_dg > c.err_db ? c.err_dg : c.err_db);
             if (!c.ok) {
                 fprintf(stderr, "\n*** CHECK FAILED: norm_bwd %s %s %s %s, %d threads, path %s: %s\n",
-                        p->op == OP_LN ? "LN" : "BN", layout_name[p->layout], p->shape, dt_name(p->dt), thr[t], r->path,
+                        OP_LABEL(p), layout_name[p->layout], p->shape, dt_name(p->dt), thr[t], r->path,
                         c.msg);
                 any_fail = 1;
             }
@@ -1053,7 +1066,7 @@ int main(int argc, char **argv) {
                 int bf = p->dt == NBWD_BF16;
                 if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
                 else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
-                else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, 1e-5f, why, sizeof why);
+                else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, p->frozen, 1e-5f, why, sizeof why);
             }
             if (h) {
                 dnnlcall dc;
@@ -1065,7 +1078,7 @@ int main(int argc, char **argv) {
                     do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
                     if (!c2.ok)
                         fprintf(stderr, "\n*** oneDNN result check failed: %s %s %s, %d threads: %s\n",
-                                p->op == OP_LN ? "LN" : "BN", p->shape, dt_name(p->dt), thr[t], c2.msg);
+                                OP_LABEL(p), p->shape, dt_name(p->dt), thr[t], c2.msg);
                     if (time_it(run_dnnl_cb, &dc, &tm) == 0) {
                         r->dnnl_state = c2.ok ? 1 : 2;
                         r->dnnl_med = tm.med;
@@ -1081,7 +1094,7 @@ int main(int argc, char **argv) {
             }
             bench_dnnl_destroy(h);
             h = NULL;
-            fprintf(stderr, "  [%d/%d] %s %s %s %s %dT: %.3f ms, %.2f GB/s\n", i + 1, nprob, p->op == OP_LN ? "LN" : "BN",
+            fprintf(stderr, "  [%d/%d] %s %s %s %s %dT: %.3f ms, %.2f GB/s\n", i + 1, nprob, OP_LABEL(p),
                     layout_name[p->layout], p->shape, dt_name(p->dt), thr[t], r->med * 1e3, r->gbs);
         }
         data_free(&D);

@@ -8,7 +8,11 @@
    dnnl_use_scale | dnnl_use_shift; if this oneDNN rejects that, the older
    dnnl_use_scaleshift with a packed [2][C] buffer (gamma, beta) and packed
    diff ([2][C]: dgamma, dbeta), copied out after each run - so for that
-   fallback the copy of 2*C floats is part of oneDNN's time. */
+   fallback the copy of 2*C floats is part of oneDNN's time. BatchNorm with
+   frozen statistics (the bench's "-frozen" kinds): dnnl_use_global_stats
+   alone and prop_kind dnnl_backward_data: diff_src = diff_dst * rstd, as
+   norm_bwd computes it without diff_gamma/diff_beta (gamma then ignored, as
+   the oneDNN Graph specification says). */
 #include "onednn.h"
 
 #include <stdio.h>
@@ -133,7 +137,7 @@ bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, floa
     return finish(h, cols, why, whylen);
 }
 
-bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, float eps, char *why,
+bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, float eps, char *why,
                                  size_t whylen) {
     bench_dnnl *h;
     dnnl_batch_normalization_desc_t fd, bd;
@@ -161,11 +165,13 @@ bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int
     dnnl_memory_desc_init_by_strides(&h->diff_md, rank, dims, dt, strides);
     for (attempt = 0; attempt < 2; ++attempt) {
         unsigned flags = attempt == 0 ? (unsigned)(dnnl_use_scale | dnnl_use_shift) : (unsigned)dnnl_use_scaleshift;
+        if (global_stats) flags = (unsigned)dnnl_use_global_stats; /* diff_src alone: no scale (ignored) */
         h->packed = attempt == 1;
         if ((s = dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &h->data_md, eps, flags)) !=
             dnnl_success)
             continue;
-        if ((s = dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &h->diff_md, &h->data_md, eps,
+        if ((s = dnnl_batch_normalization_backward_desc_init(&bd, global_stats ? dnnl_backward_data : dnnl_backward,
+                                                             &h->diff_md, &h->data_md, eps,
                                                              flags)) != dnnl_success)
             continue;
         if ((s = dnnl_primitive_desc_create(&h->fwd_pd, &fd, NULL, h->engine, NULL)) != dnnl_success) continue;
@@ -264,9 +270,9 @@ bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, floa
     if (why && whylen) snprintf(why, whylen, "built without oneDNN");
     return NULL;
 }
-bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, float eps, char *why,
+bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, float eps, char *why,
                                  size_t whylen) {
-    (void)rank; (void)ncx_dims; (void)nxc; (void)data_bf16; (void)eps;
+    (void)rank; (void)ncx_dims; (void)nxc; (void)data_bf16; (void)global_stats; (void)eps;
     if (why && whylen) snprintf(why, whylen, "built without oneDNN");
     return NULL;
 }

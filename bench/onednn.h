@@ -17,7 +17,7 @@ int bench_dnnl_available(char *buf, size_t len);
    BatchNorm: dims in oneDNN's logical order [N, C, spatial...] (rank 2..5);
    nxc selects channels-last strides. NULL on failure, reason in why. */
 bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, float eps, char *why, size_t whylen);
-bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, float eps, char *why,
+bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, float eps, char *why,
                                  size_t whylen);
 
 /* Runs the primitive (waits for it). mean/var/gamma/dgamma/dbeta: f32;
