@@ -57,8 +57,8 @@
        nbwd_status nbwd_layer_norm_bwd(desc, args, workspace, workspace_bytes)
      desc: rank 1..NBWD_MAX_RANK, dims, begin_norm_axis in [-rank, rank-1]
      (default -1; normalizes over dims [axis, rank)), use_affine (default 1),
-     epsilon (default 1e-5), stats_form, dtypes, flags, num_threads, isa, and
-     optional element strides per tensor. Always start from desc_init (it
+     gamma_offset (default 0), epsilon (default 1e-5), stats_form, dtypes,
+     flags, num_threads, isa, and optional element strides per tensor. Always start from desc_init (it
      stamps the descriptor): a zeroed or hand-built descriptor would not
      have the defaults, and every call refuses it (NBWD_ERR_NOT_INITIALIZED).
      args: inputs src | xhat, diff_dst, mean, variance | rstd | std, gamma,
@@ -71,6 +71,11 @@
      rank - axis strides each (entry k for dim axis + k).
      diff_gamma/diff_beta need use_affine (else NBWD_ERR_BAD_PARAM); gamma is
      needed (use_affine) only when diff_src is requested.
+     gamma_offset: the forward scaled by gamma + gamma_offset (Gemma's and
+     Transformer Engine's zero-centred gamma: 1); diff_src uses that scale
+     (the sum rounded to float), diff_gamma is unchanged by it (the gradient
+     of gamma and of gamma + offset are the same). Finite; without affine
+     it must be 0 (NBWD_ERR_BAD_PARAM).
 
    BatchNorm training backward (oneDNN Graph BatchNormTrainingBackward):
        void        nbwd_batch_norm_bwd_desc_init(desc, rank, dims, layout, eps)
@@ -391,6 +396,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
     int64_t dims[NBWD_MAX_RANK];
     int64_t begin_norm_axis;        /* [-rank, rank-1], default -1 */
     int use_affine;                 /* default 1 */
+    float gamma_offset;             /* default 0: the scale is gamma + gamma_offset (1: zero-centred gamma) */
     float epsilon;                  /* default 1e-5; MEAN_VARIANCE form only */
     nbwd_stats_form stats_form;     /* default NBWD_STATS_MEAN_VARIANCE */
     nbwd_dtype data_dtype;          /* src, xhat, diff_dst, diff_src; default f32 */
@@ -1747,7 +1753,7 @@ enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR =
 
 typedef struct nbwd__ln_plan {
     int rank, axis, dt, sdt, pdt, form, affine, accumulate;
-    float eps;
+    float eps, gamma_offset;
     int64_t rows, n;
     int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread */
     nbwd__params par;                       /* gamma, beta, diff_gamma, diff_beta */
@@ -1806,6 +1812,12 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
     p->affine = d->use_affine != 0;
     p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
     p->eps = d->epsilon;
+    if (!(d->gamma_offset - d->gamma_offset == 0.0f)) /* NaN or infinite */
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.gamma_offset = %g: it must be finite", (double)d->gamma_offset);
+    if (!p->affine && d->gamma_offset != 0.0f)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.gamma_offset = %g, but desc.use_affine = 0 (there is no gamma)",
+                          (double)d->gamma_offset);
+    p->gamma_offset = d->gamma_offset;
     nbwd__count(d->dims, 0, p->axis, &p->rows);
     nbwd__count(d->dims, p->axis, p->rank, &p->n);
 
@@ -1975,7 +1987,9 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, co
        workspace at all */
     own = p.ws_bytes;
     if (!args->diff_gamma && !args->diff_beta)
-        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] ? 0 : p.ws_partials_at + NBWD__WS_ALIGN;
+        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f
+                  ? 0
+                  : p.ws_partials_at + NBWD__WS_ALIGN;
     if (p.rows == 0 || p.n == 0 || (!args->diff_src && !args->diff_gamma && !args->diff_beta))
         own = 0; /* nothing to compute */
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
@@ -1997,14 +2011,17 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, co
         r.dx = (char *)args->diff_src;
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
-        /* gamma enters only the sums, which only dx needs: ones otherwise */
-        if (p.affine && r.want_dx && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG]) {
+        /* gamma (+ offset) enters only the sums, which only dx needs: ones
+           otherwise */
+        if (p.affine && r.want_dx && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f) {
             r.gamma = (const float *)args->gamma;
         } else {
             float *g = (float *)(ws + p.ws_gamma);
-            for (j = 0; j < n; ++j)
+            for (j = 0; j < n; ++j) {
                 g[j] = p.affine && r.want_dx ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt)
                                              : 1.0f;
+                if (p.affine && r.want_dx && p.gamma_offset != 0.0f) g[j] += p.gamma_offset; /* rounded to float */
+            }
             r.gamma = g;
         }
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);

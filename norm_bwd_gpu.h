@@ -529,9 +529,11 @@ __device__ __forceinline__ void nbwdg__stv(void *base, int64_t e0, int cnt, int 
             if (i < cnt) p[i] = v.e[i];
     }
 }
-/* gamma (f32 or the data type) for one chunk, as floats. */
+/* gamma (f32 or the data type) for one chunk, as floats, plus the offset
+   (added only when nonzero: gamma's -0 stays -0, as on the CPU). */
 template <int DT>
-__device__ __forceinline__ void nbwdg__ld_gamma(float *gm, const void *g, int pdt, int64_t e0, int cnt, int gvec) {
+__device__ __forceinline__ void nbwdg__ld_gamma(float *gm, const void *g, int pdt, int64_t e0, int cnt, int gvec,
+                                                float offset) {
     enum { V = nbwdg__ty<DT>::V };
     if (gvec && pdt == NBWD_F32) {
 #pragma unroll
@@ -546,6 +548,10 @@ __device__ __forceinline__ void nbwdg__ld_gamma(float *gm, const void *g, int pd
     } else {
 #pragma unroll
         for (int i = 0; i < V; ++i) gm[i] = i < cnt ? nbwdg__ld(g, e0 + i, pdt) : 0.0f;
+    }
+    if (offset != 0.0f) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) gm[i] = __fadd_rn(gm[i], offset);
     }
 }
 
@@ -602,6 +608,7 @@ struct nbwdg__ln_k {
     int sdt, pdt, form, want_dx, want_pg, vec, gvec, G;
     int acc_smem; /* A == 1: column partials in shared memory (else global) */
     float eps;
+    float gamma_offset; /* desc.gamma_offset: the scale is gamma + it */
 };
 
 /* Pass-1 work on one chunk: the row sums (sg, sgx) and the column partials
@@ -615,7 +622,7 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
     float gm[V];
-    if (p.want_dx && p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec);
+    if (p.want_dx && p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         if (v < cnt) {
@@ -648,7 +655,7 @@ __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwd
     enum { V = TY::V };
     float gm[V];
     nbwdg__vec<DT> o;
-    if (p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec);
+    if (p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         const float dv = TY::in(cy.e[v]);
@@ -1116,6 +1123,7 @@ NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc 
                    : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
                                                       : args->std;
         k.gamma = p.affine && want_dx ? args->gamma : NULL;
+        k.gamma_offset = p.gamma_offset;
         k.part = want_dg || want_db ? (float *)ws : NULL;
         k.rows = p.rows; k.n = p.n; k.R = c.R; k.nblocks = c.nblocks;
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.eps = p.eps;

@@ -27,6 +27,7 @@ typedef struct ln_cfg {
     int caller_ws; /* 0: NULL workspace; 1: exactly the queried size, misaligned */
     int null_empty; /* pass NULL for tensors without elements */
     int invariants;
+    float gamma_offset; /* desc.gamma_offset */
     uint64_t seed;
 } ln_cfg;
 
@@ -48,10 +49,11 @@ static void ln_describe(const ln_cfg *c, char *buf, size_t size) {
     for (d = 0; d < c->rank; ++d)
         k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", d ? "x" : "", (long long)c->dims[d]);
     snprintf(buf, size,
-             "LN dims=%s axis=%lld form=%s dt=%s/%s/%s affine=%d out=%s%s%s layout=%d inplace=%d acc=%d eps=%g "
-             "data=%d threads=%d ws=%d seed=%llu isa=%s",
+             "LN dims=%s axis=%lld form=%s dt=%s/%s/%s affine=%d offset=%g out=%s%s%s layout=%d inplace=%d acc=%d "
+             "eps=%g data=%d threads=%d ws=%d seed=%llu isa=%s",
              c->rank ? dims : "()", (long long)c->axis, t_form_name(c->form), t_dtype_name(c->dt),
-             t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->affine, c->outputs & O_DX ? "dx" : "",
+             t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->affine, (double)c->gamma_offset,
+             c->outputs & O_DX ? "dx" : "",
              c->outputs & O_DG ? "+dg" : "", c->outputs & O_DB ? "+db" : "", c->layout, c->inplace, c->accumulate,
              (double)c->eps, c->data, c->threads, c->caller_ws, (unsigned long long)c->seed,
              nbwd_isa_name(g_test_isa));
@@ -72,7 +74,7 @@ static int ln_run(const ln_cfg *c) {
        strided gamma the call reads */
     int pstrided = strided && c->layout != L_ZERO, nn = c->rank - axis;
     int64_t st_g[NBWD_MAX_RANK], st_b[NBWD_MAX_RANK], st_dg[NBWD_MAX_RANK], st_db[NBWD_MAX_RANK];
-    double *xd = NULL, *mean = NULL, *var = NULL, *rdx = NULL, *rdx_tol = NULL, *rdg = NULL, *rdg_tol = NULL,
+    double *gamma_eff = NULL, *xd = NULL, *mean = NULL, *var = NULL, *rdx = NULL, *rdx_tol = NULL, *rdg = NULL, *rdg_tol = NULL,
            *rdb = NULL, *rdb_tol = NULL, *prev_dg = NULL, *prev_db = NULL;
     t_snap s_x, s_dy, s_m, s_v, s_g, s_b, s_dg, s_db;
     t_rng rng;
@@ -220,7 +222,13 @@ static int ln_run(const ln_cfg *c) {
     tm.p = bm.base; tm.dt = c->sdt; tm.strides = bm.strides;
     tv.p = bv.base; tv.dt = c->sdt; tv.strides = bv.strides;
     tg.p = c->affine ? bg.base : NULL; tg.dt = c->pdt; tg.strides = NULL;
+    if (c->affine && c->gamma_offset != 0.0f) { /* the reference's scale: gamma + offset, exact */
+        gamma_eff = (double *)t_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+        for (i = 0; i < n; ++i) gamma_eff[i] = t_buf_get(&bg, i) + (double)c->gamma_offset;
+        tg.p = gamma_eff; tg.dt = T_F64;
+    }
     ref_layer_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    free(gamma_eff);
     for (i = 0; i < n; ++i) {
         rdg[i] += prev_dg[i];
         rdb[i] += prev_db[i];
@@ -232,6 +240,7 @@ static int ln_run(const ln_cfg *c) {
     nbwd_layer_norm_bwd_desc_init(&desc, c->rank, c->dims);
     desc.begin_norm_axis = c->axis;
     desc.use_affine = c->affine;
+    desc.gamma_offset = c->gamma_offset;
     desc.epsilon = c->eps;
     desc.stats_form = c->form;
     desc.data_dtype = c->dt;
@@ -874,12 +883,67 @@ static void ln_threads(void) {
     }
 }
 
+/* 12. gamma_offset (zero-centred gamma): the scale is gamma + offset for
+   diff_src, diff_gamma unchanged; every form and dtype combination, the
+   row-length sweep's kernels (short, vector-wide, long rows), strided
+   gamma, accumulate, two threads; and the refusals (NaN, infinite, nonzero
+   without affine). */
+static void ln_gamma_offset(void) {
+    static const float offsets[3] = {1.0f, -0.75f, 3.0e-3f};
+    static const int64_t lens[4] = {7, 64, 333, 4099};
+    int f, k, o, l;
+    for (f = 0; f < 3; ++f)
+        for (k = 0; k < N_COMBOS; ++k)
+            for (o = 0; o < 3; ++o) {
+                ln_cfg c;
+                ln_defaults(&c);
+                set_dims(&c, 2, 5, 33, 0, 0);
+                c.form = (nbwd_stats_form)f;
+                c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+                c.gamma_offset = offsets[o];
+                c.outputs = o == 2 ? O_DX : O_ALL;
+                c.seed = ++g_seed;
+                ln_run(&c);
+            }
+    for (l = 0; l < 4; ++l) {
+        ln_cfg c;
+        ln_defaults(&c);
+        set_dims(&c, 2, 9, lens[l], 0, 0);
+        c.gamma_offset = 1.0f;
+        c.layout = l % 2 ? L_PADDED : L_DENSE;
+        c.accumulate = l == 3;
+        c.threads = 2;
+        c.seed = ++g_seed;
+        ln_run(&c);
+    }
+    {
+        int64_t dims[2] = {2, 3};
+        float buf[16] = {0};
+        nbwd_layer_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_args a;
+        static const float bad[3] = {0.0f, 0.0f, 1.0f};
+        int b;
+        t_case("LN gamma_offset refusals");
+        memset(&a, 0, sizeof a);
+        a.src = buf; a.diff_dst = buf; a.mean = buf; a.variance = buf; a.gamma = buf; a.diff_src = buf + 8;
+        for (b = 0; b < 3; ++b) {
+            nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+            d.gamma_offset = b == 0 ? (float)NAN : b == 1 ? (float)INFINITY : bad[b];
+            if (b == 2) { d.use_affine = 0; a.gamma = NULL; }
+            CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+            CHECK(strstr(nbwd_last_error(), "gamma_offset") != NULL, "the message names gamma_offset: %s",
+                  nbwd_last_error());
+            CHECK(buf[8] == 0.0f, "a refused call wrote diff_src");
+        }
+    }
+}
+
 void test_layer_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes}, {"ranks 5..8", ln_high_ranks},
         {"strides", ln_strides},       {"in-place", ln_inplace},        {"accumulate", ln_accumulate},
         {"degenerate", ln_degenerate}, {"invariants", ln_invariants},   {"threads", ln_threads},
-        {"large", ln_large},
+        {"large", ln_large},           {"gamma offset", ln_gamma_offset},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {

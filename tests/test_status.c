@@ -779,8 +779,9 @@ static void desc_defaults(void) {
           "LN desc_init: axis %lld affine %d epsilon %g (want -1, 1, 1e-5)", (long long)d.begin_norm_axis, d.use_affine,
           (double)d.epsilon);
     CHECK(d.stats_form == NBWD_STATS_MEAN_VARIANCE && d.data_dtype == NBWD_F32 && d.stats_dtype == NBWD_F32 &&
-              d.param_dtype == NBWD_F32 && d.flags == 0 && d.num_threads == 0 && d.isa == NBWD_ISA_AUTO,
-          "LN desc_init: form/dtypes/flags/threads/isa defaults");
+              d.param_dtype == NBWD_F32 && d.flags == 0 && d.num_threads == 0 && d.isa == NBWD_ISA_AUTO &&
+              d.gamma_offset == 0.0f,
+          "LN desc_init: form/dtypes/flags/threads/isa/gamma_offset defaults");
     CHECK(!d.src_strides && !d.diff_dst_strides && !d.diff_src_strides && !d.mean_strides && !d.var_strides &&
               !d.gamma_strides && !d.beta_strides && !d.diff_gamma_strides && !d.diff_beta_strides,
           "LN desc_init: strides must default to NULL (dense)");

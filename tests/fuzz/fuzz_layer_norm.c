@@ -87,6 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     d.isa = (nbwd_isa)fz_enum(&rd, NBWD_ISA_COUNT);
     force = fz_u8(&rd);
     force = force < 192 ? -1 : fz_enum(&rd, NBWD_ISA_COUNT);
+    { /* gamma_offset: mostly 0; zero-centred gamma (1), others, and invalid values */
+        static const float offsets[4] = {1.0f, -0.5f, 1e30f, 0.0f};
+        uint8_t b = fz_u8(&rd);
+        d.gamma_offset = b < 200 ? 0.0f : b < 240 ? offsets[b % 4] : b < 248 ? (float)NAN : (float)INFINITY;
+    }
 
     /* ---- what the manual says about the descriptor */
     if (rank < 1 || rank > NBWD_MAX_RANK) REJECT(1);
@@ -103,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (int)d.isa >= NBWD_ISA_COUNT)
         REJECT(5);
     if (d.stats_form == NBWD_STATS_MEAN_VARIANCE && !(d.epsilon > 0 && d.epsilon <= FLT_MAX)) REJECT(6);
+    if (!(d.gamma_offset - d.gamma_offset == 0.0f) || (!d.use_affine && d.gamma_offset != 0.0f)) REJECT(6);
     if (!fz_dt_ok(d.data_dtype) || !fz_dt_ok(d.stats_dtype) || !fz_dt_ok(d.param_dtype) ||
         (d.stats_dtype != NBWD_F32 && d.stats_dtype != d.data_dtype) ||
         (d.param_dtype != NBWD_F32 && d.param_dtype != d.data_dtype))
@@ -355,7 +361,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                 double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
                 double xh = form == 2 ? xv : (xv - mean) * rstd;
-                double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) : 1.0;
+                double gm = use_gamma ? (double)(float)(fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) + (double)d.gamma_offset) : 1.0;
                 sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                 if (fabs(xh) > axh) axh = fabs(xh);
                 dgr[j] += yv * xh; dga[j] += fabs(yv * xh);
@@ -368,7 +374,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                     double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
                     double xh = form == 2 ? xv : (xv - mean) * rstd;
-                    double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) : 1.0;
+                    double gm = use_gamma ? (double)(float)(fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) + (double)d.gamma_offset) : 1.0;
                     double gv = yv * gm, want_v = rstd * (gv - sg / (double)n - xh * sgx / (double)n);
                     double s1 = fabs(rstd) * (fabs(gv) + fabs(sg / (double)n) + fabs(xh) * fabs(sgx / (double)n));
                     double s2 = fabs(rstd) * (ag / (double)n + fabs(xh) * agx / (double)n);

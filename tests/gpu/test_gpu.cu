@@ -91,6 +91,7 @@ static double tol_of(int dt) { return dt == NBWD_F32 ? 2e-5 : dt == NBWD_F16 ? 4
 struct LnCase {
     int rank; int64_t dims[4]; int axis;
     int dt, sdt, pdt, form, affine, want_dx, want_dg, want_db, accumulate;
+    float gamma_offset; /* desc.gamma_offset */
     int pad;      /* elements of padding on the last outer dim of x, dy, dx */
     int inplace;  /* diff_src == diff_dst */
     int misalign; /* tensors one element off 16-byte alignment */
@@ -100,10 +101,10 @@ struct LnCase {
    GPU determinism checks. */
 static void ln_run(const LnCase &c) {
     char what[512];
-    snprintf(what, sizeof what, "LN rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d",
+    snprintf(what, sizeof what, "LN rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d offset %g",
              c.rank, (long long)c.dims[0], (long long)c.dims[1], (long long)c.dims[2], (long long)c.dims[3], c.axis,
              c.dt, c.sdt, c.pdt, c.form, c.affine, c.want_dx, c.want_dg, c.want_db, c.accumulate, c.pad, c.inplace,
-             c.misalign);
+             c.misalign, (double)c.gamma_offset);
     int64_t rows = 1, n = 1;
     for (int d = 0; d < c.axis; ++d) rows *= c.dims[d];
     for (int d = c.axis; d < c.rank; ++d) n *= c.dims[d];
@@ -118,6 +119,7 @@ static void ln_run(const LnCase &c) {
     nbwd_layer_norm_bwd_desc_init(&desc, c.rank, c.dims);
     desc.begin_norm_axis = c.axis;
     desc.use_affine = c.affine;
+    desc.gamma_offset = c.gamma_offset;
     desc.stats_form = (nbwd_stats_form)c.form;
     desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
     desc.flags = c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
@@ -153,13 +155,13 @@ static void ln_run(const LnCase &c) {
         double xs = c.form == NBWD_STATS_XHAT_STD ? 1.0 : rstd, sg = 0, sgx = 0;
         for (int64_t j = 0; j < n; ++j) {
             double xh = (getf(x.hp(), o + j, c.dt) - m) * xs, dv = getf(dy.hp(), o + j, c.dt);
-            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) : 1.0);
+            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0);
             sg += g; sgx += g * xh;
             rdg[(size_t)j] += dv * xh; rdb[(size_t)j] += dv;
         }
         for (int64_t j = 0; j < n; ++j) {
             double xh = (getf(x.hp(), o + j, c.dt) - m) * xs, dv = getf(dy.hp(), o + j, c.dt);
-            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) : 1.0);
+            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0);
             rdx[(size_t)(r * n + j)] = rstd * (g - sg / n - xh * sgx / n);
         }
     }
@@ -506,13 +508,14 @@ static void gpu_tests(void) {
     static const int64_t oshapes[][2] = {{7, 24}, {33, 768}, {5, 8200}, {3, 40000}};
     for (int si = 0; si < 4; ++si)
         for (int di = 0; di < 6; di += 2)
-            for (int opt = 0; opt < 9; ++opt) {
+            for (int opt = 0; opt < 10; ++opt) {
                 LnCase c;
                 memset(&c, 0, sizeof c);
                 c.rank = 2; c.dims[0] = oshapes[si][0]; c.dims[1] = oshapes[si][1]; c.axis = 1;
                 c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
                 c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
                 switch (opt) {
+                case 9: c.gamma_offset = 1.0f; break; /* zero-centred gamma */
                 case 0: c.affine = 0; c.want_dg = c.want_db = 0; break;
                 case 1: c.want_dx = 0; break;
                 case 2: c.want_dg = 0; break;
