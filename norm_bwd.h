@@ -396,7 +396,6 @@ typedef struct nbwd_layer_norm_bwd_desc {
     int64_t dims[NBWD_MAX_RANK];
     int64_t begin_norm_axis;        /* [-rank, rank-1], default -1 */
     int use_affine;                 /* default 1 */
-    float gamma_offset;             /* default 0: the scale is gamma + gamma_offset (1: zero-centred gamma) */
     float epsilon;                  /* default 1e-5; MEAN_VARIANCE form only */
     nbwd_stats_form stats_form;     /* default NBWD_STATS_MEAN_VARIANCE */
     nbwd_dtype data_dtype;          /* src, xhat, diff_dst, diff_src; default f32 */
@@ -418,6 +417,8 @@ typedef struct nbwd_layer_norm_bwd_desc {
     const int64_t *diff_gamma_strides;
     const int64_t *diff_beta_strides;
     unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
+    /* Fields added later go here, after the original ones. */
+    float gamma_offset; /* default 0: the scale is gamma + gamma_offset (1: zero-centred gamma) */
 } nbwd_layer_norm_bwd_desc;
 
 typedef struct nbwd_layer_norm_bwd_args {
