@@ -76,25 +76,20 @@ if m32_ok || { NEED_SKIPPING="i386 skipped" $NEED lib32gcc-12-dev 'test -f /usr/
 else
     echo "--- i386: skipped (gcc -m32 cannot build a program: lib32gcc-12-dev, libc6-dev-i386)"
 fi
+# cross LABEL TRIPLET LIBC_PACKAGE QEMU: a cross gcc, its C library and qemu,
+# installed when missing; else one "skipped" line and status 1
+cross() {
+    { command -v "$2-gcc" && command -v "$4"; } >/dev/null 2>&1 && return 0
+    NEED_SKIPPING="$1 skipped" $NEED "gcc-$2" "command -v $2-gcc" &&
+        NEED_SKIPPING="$1 skipped" $NEED "$3" "test -f /usr/$2/include/stdio.h" &&
+        NEED_SKIPPING="$1 skipped" $NEED qemu-user "command -v $4" && return 0
+    echo "--- $1: skipped (needs gcc-$2, $3 and qemu-user)"
+    return 1
+}
 s390x=0
-if { command -v s390x-linux-gnu-gcc && command -v qemu-s390x; } >/dev/null 2>&1 ||
-   { NEED_SKIPPING="s390x skipped" $NEED gcc-s390x-linux-gnu 'command -v s390x-linux-gnu-gcc' &&
-     NEED_SKIPPING="s390x skipped" $NEED libc6-dev-s390x-cross 'test -f /usr/s390x-linux-gnu/include/stdio.h' &&
-     NEED_SKIPPING="s390x skipped" $NEED qemu-user 'command -v qemu-s390x'; }; then
-    s390x=1
-else
-    echo "--- s390x: skipped (needs gcc-s390x-linux-gnu, libc6-dev-s390x-cross and qemu-user)"
-fi
-
+cross s390x s390x-linux-gnu libc6-dev-s390x-cross qemu-s390x && s390x=1
 armhf=0
-if { command -v arm-linux-gnueabihf-gcc && command -v qemu-arm; } >/dev/null 2>&1 ||
-   { NEED_SKIPPING="armhf skipped" $NEED gcc-arm-linux-gnueabihf 'command -v arm-linux-gnueabihf-gcc' &&
-     NEED_SKIPPING="armhf skipped" $NEED libc6-dev-armhf-cross 'test -f /usr/arm-linux-gnueabihf/include/stdio.h' &&
-     NEED_SKIPPING="armhf skipped" $NEED qemu-user 'command -v qemu-arm'; }; then
-    armhf=1
-else
-    echo "--- armhf: skipped (needs gcc-arm-linux-gnueabihf, libc6-dev-armhf-cross and qemu-user)"
-fi
+cross armhf arm-linux-gnueabihf libc6-dev-armhf-cross qemu-arm && armhf=1
 
 tcc=0
 if command -v tcc >/dev/null 2>&1 || NEED_SKIPPING="tcc skipped" $NEED tcc 'command -v tcc'; then
