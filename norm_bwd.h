@@ -58,9 +58,10 @@
      desc: rank 1..NBWD_MAX_RANK, dims, begin_norm_axis in [-rank, rank-1]
      (default -1; normalizes over dims [axis, rank)), use_affine (default 1),
      gamma_offset (default 0), epsilon (default 1e-5), stats_form, dtypes,
-     flags, num_threads, isa, and optional element strides per tensor. Always start from desc_init (it
-     stamps the descriptor): a zeroed or hand-built descriptor would not
-     have the defaults, and every call refuses it (NBWD_ERR_NOT_INITIALIZED).
+     flags, num_threads, isa, and optional element strides per tensor.
+     Always start from desc_init (it stamps the descriptor): a zeroed or
+     hand-built descriptor would not have the defaults, and every call
+     refuses it (NBWD_ERR_NOT_INITIALIZED).
      args: inputs src | xhat, diff_dst, mean, variance | rstd | std, gamma,
      beta (accepted, never read); outputs diff_src, diff_gamma, diff_beta,
      each optional: a NULL output is not computed (Ascend output_mask).
@@ -93,10 +94,12 @@
      Frozen statistics (flag NBWD_USE_GLOBAL_STATS: oneDNN's
      use_global_stats, PyTorch's backward in eval mode, fine-tuning with
      frozen BatchNorm): mean and variance are constants, so diff_src =
-     diff_dst * gamma * rstd, one pass over dy when diff_gamma/diff_beta are
-     not requested; diff_gamma/diff_beta as in training. x takes no part in
-     diff_src except that a NaN or infinite x (or x - mean overflowing)
-     makes its own element's diff_src NaN.
+     diff_dst * gamma * rstd (gamma as in training: ignored without
+     diff_gamma/diff_beta), one pass over the data instead of two when
+     diff_gamma/diff_beta are not requested; diff_gamma/diff_beta as in
+     training. x takes no part in diff_src (it is still read) except that a
+     NaN or infinite x (or x - mean overflowing) makes its own element's
+     diff_src NaN.
 
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
