@@ -12,10 +12,12 @@
 #                      pkg-config (norm_bwd, norm_bwd-openmp) with
 #                      tests/cmake_consumer
 #   make test-ports    the suite on i386 (gcc -m32: x87 and SSE2 math, every
-#                      x86 path), big-endian s390x (qemu, -std=c99 and
-#                      gnu11), wasm32-wasi -msimd128 (node) and built by
-#                      tcc (NORM_BWD_NO_SIMD) (tools/test_ports.sh; run by
-#                      .ci/run)
+#                      x86 path), armhf (qemu-arm: neon, scalar),
+#                      big-endian s390x (qemu, -std=c99 and gnu11),
+#                      wasm32-wasi -msimd128 (node), Windows (MinGW-w64
+#                      under wine; clang-cl and the MSVC branch compiled)
+#                      and built by tcc (NORM_BWD_NO_SIMD)
+#                      (tools/test_ports.sh; run by .ci/run)
 #   make compile-cost  the implementation file's compile time, memory and
 #                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
