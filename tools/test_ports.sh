@@ -22,7 +22,8 @@
 #            branch (__cpuidex, _xgetbv, __forceinline, __declspec(thread),
 #            volatile atomics, no target attributes) as MSVC would; each
 #            compile must give the paths listed here (from its object's
-#            kernel tables)
+#            kernel tables); clang 16's cl driver (Debian's clang-16) also
+#            compiles it with target attributes
 # The runs use --quick (emulation is slow; the quick sweeps still cover
 # every kind of case). Builds and the two qemu runs go two at a time (the
 # machine has 2 cores). Each run prints one line: passed, failed, or skipped
@@ -128,6 +129,11 @@ if [ -n "$CLANG_CL" ] && [ -n "$LLVM_NM" ]; then
 else
     echo "--- windows (clang-cl): skipped (needs clang-cl and llvm-nm: Debian's clang-14 and llvm-14)"
 fi
+cl16=0
+if [ $msvc = 1 ] && { command -v clang-16 >/dev/null 2>&1 ||
+                      NEED_NO_RECOMMENDS=1 NEED_SKIPPING="windows (clang-cl 16) skipped" $NEED clang-16 'command -v clang-16'; }; then
+    cl16=1
+fi
 # SIMDe is header-only: the Windows builds take it from the host's
 # /usr/include (not all of /usr/include, which is glibc's)
 mkdir -p "$B/win_inc"
@@ -141,8 +147,9 @@ fi
 if [ $msvc = 1 ]; then
     printf '#define NORM_BWD_IMPLEMENTATION\n#include "norm_bwd.h"\n' > "$B/msvc_impl.c"
     CL_FLAGS="/nologo /c /O2 /W4 /WX /TC /I. /imsvc tests/msvc/include /imsvc $B/win_inc"
-    rm -f "$B/clang_cl.obj" "$B/msvc_model.obj"
+    rm -f "$B/clang_cl.obj" "$B/msvc_model.obj" "$B/clang_cl16.obj"
     "$CLANG_CL" $CL_FLAGS /Fo"$B/clang_cl.obj" "$B/msvc_impl.c" > "$B/clang_cl.log" 2>&1 &
+    [ $cl16 = 1 ] && clang-16 --driver-mode=cl $CL_FLAGS /Fo"$B/clang_cl16.obj" "$B/msvc_impl.c" > "$B/clang_cl16.log" 2>&1 &
     "$CLANG_CL" $CL_FLAGS /arch:AVX512 -U__clang__ -Wno-builtin-macro-redefined \
         /Fo"$B/msvc_model.obj" "$B/msvc_impl.c" > "$B/msvc_model.log" 2>&1 &
 fi
@@ -192,6 +199,8 @@ if [ $msvc = 1 ]; then
     simd_sse=sse
     [ -d /usr/include/simde ] || simd_sse=
     compiled "$B/clang_cl.obj" "windows clang-cl 14 (target attributes)" "scalar $simd_sse avx2 avx512 avx512_bf16"
+    [ $cl16 = 1 ] && compiled "$B/clang_cl16.obj" "windows clang-cl 16 (target attributes)" \
+        "scalar $simd_sse avx2 avx512 avx512_bf16"
     compiled "$B/msvc_model.obj" "windows MSVC branch (clang-cl, __clang__ undefined, /arch:AVX512)" \
         "scalar $simd_sse avx2 avx512"
 fi
