@@ -65,6 +65,7 @@ compile-deps: deps
 	@$(NEED) clang 'command -v clang && command -v clang++'
 	@$(NEED) libomp-dev 'test -f "$$(clang -print-resource-dir)/include/omp.h" && ls /usr/lib/llvm-*/lib/libomp.so'
 	@$(NEED) time 'test -x /usr/bin/time'
+	@$(NEED) xz-utils 'command -v xz'
 
 # make check-packaging: cmake and pkg-config.
 packaging-deps:
