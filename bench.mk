@@ -32,10 +32,17 @@ BENCH_BUILD_CMD = mkdir -p $(BENCH_OUT) && \
 bench-build:
 	@$(BENCH_BUILD_CMD)
 
+# PyTorch, where installed (Debian's python3-torch; not installed for you:
+# it is large), times its backward of the RMSNorm and LayerNorm rows:
+# bench/torch_peer.py, after the table.
+TORCH_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+TORCH_ARGS ?= --shapes rms:32768x4096,rms:8192x1024,rms:64x4096,ln:8192x1024,ln:64x768 --dtype f32,bf16 \
+	--threads 1,$(shell nproc 2>/dev/null || echo 2)
 bench:
 	@CC="$(CC)" sh bench/deps.sh
 	@$(BENCH_BUILD_CMD)
 	$(BENCH_BIN) $(BENCH_ARGS)
+	@$(TORCH_PYTHON) bench/torch_peer.py $(TORCH_ARGS) || echo "torch_peer: failed (the table above stands)"
 
 # A/B of the working tree against a git revision (default HEAD), in one
 # process (bench/ab.c): `make bench-ab` first compares the bytes of every

@@ -1,4 +1,4 @@
-/* norm_bwd.h - normalization backward kernels (LayerNorm, BatchNorm training)
+/* norm_bwd.h - normalization backward kernels (LayerNorm, RMSNorm, BatchNorm training)
    for C99 and C++11, header-only, MIT or public domain (see the end of file).
 
    ============================================================================
@@ -46,6 +46,14 @@
    (float)(1 / sqrt((double)variance + (double)epsilon)): one fp32 value per
    set, so the MEAN_RSTD form given that value (as f32 statistics) produces
    the same bits.
+   RMSNorm (a LayerNorm row without centring: LLaMA, Mistral, Qwen, Gemma):
+       rstd  = 1 / sqrt(mean(x^2) + epsilon)
+       xhat  = x * rstd
+       diff_src   = rstd * (g - xhat * mean(g * xhat))
+       diff_gamma = sum of diff_dst * xhat;  diff_beta = sum of diff_dst
+   with its statistics as NBWD_STATS_MEAN_SQUARE (mean(x^2), epsilon used:
+   oneDNN's rms_norm), NBWD_STATS_RSTD (PyTorch, Liger, Transformer Engine)
+   or NBWD_STATS_XHAT_STD (xhat and std = sqrt(mean(x^2) + epsilon)).
 
    ============================================================================
    API
@@ -77,6 +85,20 @@
      (the sum rounded to float), diff_gamma is unchanged by it (the gradient
      of gamma and of gamma + offset are the same). Finite; without affine
      it must be 0 (NBWD_ERR_BAD_PARAM).
+
+   RMSNorm backward:
+       void        nbwd_rms_norm_bwd_desc_init(desc, rank, dims)
+       nbwd_status nbwd_rms_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_rms_norm_bwd(desc, args, workspace, workspace_bytes)
+     desc: LayerNorm's (nbwd_rms_norm_bwd_desc is nbwd_layer_norm_bwd_desc),
+     every field with its LayerNorm meaning, made by the RMSNorm init (a
+     descriptor made for one operation is refused by the other:
+     NBWD_ERR_NOT_INITIALIZED); mean_strides is not read, var_strides gives
+     the strides of mean_square, rstd or std.
+     args: src | xhat, diff_dst, mean_square | rstd | std, gamma; outputs
+     diff_src, diff_gamma, diff_beta (the gradient of an RMSNorm's bias),
+     each optional. Shapes, dtypes, strides, in-place, accumulate,
+     gamma_offset, threads, determinism and validation as for LayerNorm.
 
    BatchNorm training backward (oneDNN Graph BatchNormTrainingBackward):
        void        nbwd_batch_norm_bwd_desc_init(desc, rank, dims, layout, eps)
@@ -168,7 +190,8 @@
                                    the default overwrites. diff_src is always
                                    overwritten.
      NBWD_USE_GLOBAL_STATS         BatchNorm: frozen mean and variance (see
-                                   BatchNorm above); LayerNorm refuses it.
+                                   BatchNorm above); LayerNorm and RMSNorm
+                                   refuse it.
 
    ============================================================================
    THREADS AND DETERMINISM
@@ -223,7 +246,7 @@
      stats_form = NBWD_STATS_MEAN_RSTD or pass the form's own inputs
    A call that succeeds clears it (""). NORM_BWD_VERBOSE=1 in the
    environment prints every rejection to stderr as "norm_bwd: <message>";
-   =2 also prints one line per LayerNorm/BatchNorm call: operation, shape,
+   =2 also prints one line per LayerNorm/RMSNorm/BatchNorm call: operation, shape,
    dtypes, statistics form, outputs, path, thread limit, time (the variable
    is read once, with the CPU detection).
    Sizes: all index arithmetic is 64-bit (tensors beyond 2^31 elements work);
@@ -231,7 +254,7 @@
    overflowing shapes are NBWD_ERR_BAD_SHAPE, overflowing stride extents
    NBWD_ERR_BAD_STRIDES.
    NaN/Inf: propagated, never masked, never across sets: a bad value in one
-   LayerNorm row (x, dy, its mean or variance) changes only that row's
+   LayerNorm or RMSNorm row (x, dy, its statistics) changes only that row's
    diff_src and the diff_gamma/diff_beta entries it feeds; a bad value in one
    BatchNorm channel changes only that channel's outputs. Variance = +Inf
    gives rstd = 0 and diff_src = 0 for that set.
@@ -371,7 +394,10 @@ typedef enum nbwd_dtype { NBWD_F32 = 0, NBWD_F16 = 1, NBWD_BF16 = 2 } nbwd_dtype
 typedef enum nbwd_stats_form {
     NBWD_STATS_MEAN_VARIANCE = 0, /* mean, variance; rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_MEAN_RSTD = 1,     /* mean, rstd = 1/sqrt(variance + epsilon) */
-    NBWD_STATS_XHAT_STD = 2       /* xhat = (x - mean) * rstd, std = sqrt(variance + epsilon) */
+    NBWD_STATS_XHAT_STD = 2,      /* xhat = (x - mean) * rstd, std = sqrt(variance + epsilon) */
+    /* RMSNorm's names for its first two forms (it has no mean) */
+    NBWD_STATS_MEAN_SQUARE = 0,   /* mean_square = mean(x^2); rstd = 1/sqrt(mean_square + epsilon) */
+    NBWD_STATS_RSTD = 1           /* rstd = 1/sqrt(mean(x^2) + epsilon) */
 } nbwd_stats_form;
 
 typedef enum nbwd_layout { NBWD_NXC = 0, NBWD_NCX = 1 } nbwd_layout;
@@ -439,6 +465,23 @@ typedef struct nbwd_layer_norm_bwd_args {
     void *diff_beta;       /* optional output (use_affine) */
 } nbwd_layer_norm_bwd_args;
 
+/* RMSNorm takes LayerNorm's descriptor, made by nbwd_rms_norm_bwd_desc_init
+   (mean_strides is not read; var_strides: mean_square, rstd or std). */
+typedef nbwd_layer_norm_bwd_desc nbwd_rms_norm_bwd_desc;
+
+typedef struct nbwd_rms_norm_bwd_args {
+    const void *src;         /* x: MEAN_SQUARE and RSTD forms */
+    const void *xhat;        /* x * rstd: XHAT_STD form */
+    const void *diff_dst;    /* required */
+    const void *mean_square; /* MEAN_SQUARE form: mean(x^2) */
+    const void *rstd;        /* RSTD form: 1/sqrt(mean(x^2) + epsilon) */
+    const void *std;         /* XHAT_STD form: sqrt(mean(x^2) + epsilon) */
+    const void *gamma;       /* use_affine and diff_src requested */
+    void *diff_src;          /* optional output */
+    void *diff_gamma;        /* optional output (use_affine) */
+    void *diff_beta;         /* optional output (use_affine): sum diff_dst, for RMSNorm with a bias */
+} nbwd_rms_norm_bwd_args;
+
 typedef struct nbwd_batch_norm_bwd_desc {
     int rank;                       /* 2..NBWD_MAX_RANK */
     int64_t dims[NBWD_MAX_RANK];    /* NXC: [N, X..., C]; NCX: [N, C, X...] */
@@ -474,6 +517,11 @@ NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int 
 NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes);
 NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes);
+
+NBWD_API void nbwd_rms_norm_bwd_desc_init(nbwd_rms_norm_bwd_desc *desc, int rank, const int64_t *dims);
+NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes);
+NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+                                       void *workspace, size_t workspace_bytes);
 
 NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int rank, const int64_t *dims,
                                             nbwd_layout layout, float epsilon);
@@ -801,6 +849,7 @@ typedef struct nbwd__rows {
     int dt;
     int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
+    int rms;                        /* LayerNorm: RMSNorm (x not centred, so mean(g) is not subtracted) */
     int64_t count, n;
     int stream;                     /* dx with non-temporal stores (tensors larger than the caches) */
     nbwd__cols cols;                /* LayerNorm: gamma (never NULL: ones without affine), partials */
@@ -1261,6 +1310,12 @@ static const char *nbwd__form_name(int form) {
            : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
                                             : "?";
 }
+/* rms: RMSNorm's names for the forms */
+static const char *nbwd__form_name_of(int form, int rms) {
+    if (rms && form == NBWD_STATS_MEAN_SQUARE) return "NBWD_STATS_MEAN_SQUARE";
+    if (rms && form == NBWD_STATS_RSTD) return "NBWD_STATS_RSTD";
+    return nbwd__form_name(form);
+}
 
 /* Stats and params are f32, or the data type itself (see DATA TYPES). */
 static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
@@ -1290,7 +1345,7 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, 
                           flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS, (unsigned)NBWD_USE_GLOBAL_STATS);
     if (!batch_norm && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "desc.flags = 0x%x: LayerNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
+                          "desc.flags = 0x%x: LayerNorm's and RMSNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
                           (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
                           flags & NBWD_USE_GLOBAL_STATS ? "; NBWD_USE_GLOBAL_STATS is BatchNorm's" : "");
     if (num_threads < 0)
@@ -1554,7 +1609,7 @@ static void nbwd__stats(int form, int sdt, float eps, const void *mean, int64_t 
         *rstd = (float)(1.0 / s);
         return;
     }
-    *xm = nbwd__load(mean, mi, sdt);
+    *xm = mean ? nbwd__load(mean, mi, sdt) : 0.0f; /* RMSNorm: no mean */
     *rstd = form == NBWD_STATS_MEAN_RSTD ? (float)s : (float)(1.0 / sqrt(s + (double)eps));
     *xs = *rstd;
 }
@@ -1631,38 +1686,44 @@ static const void *nbwd__spread_of(int form, const void *variance, const void *r
 }
 
 static const char *nbwd__x_name(int form) { return form == NBWD_STATS_XHAT_STD ? "xhat" : "src"; }
-static const char *nbwd__spread_name(int form) {
-    return form == NBWD_STATS_MEAN_VARIANCE ? "variance" : form == NBWD_STATS_MEAN_RSTD ? "rstd" : "std";
+static const char *nbwd__spread_name(int form, int rms) {
+    return form == NBWD_STATS_MEAN_VARIANCE ? (rms ? "mean_square" : "variance")
+           : form == NBWD_STATS_MEAN_RSTD   ? "rstd"
+                                            : "std";
 }
 
-/* The pieces common to both operations' pointer checks. */
-static nbwd_status nbwd__check_stats_args(int form, const void *src, const void *xhat, const void *mean,
+/* The pieces common to the operations' pointer checks (rms: RMSNorm, which
+   has no mean and calls its variance mean_square). */
+static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *mean,
                                           const void *variance, const void *rstd, const void *std_,
                                           int64_t data_elems, int64_t stat_elems) {
     const void *x = nbwd__x_of(form, src, xhat), *spread = nbwd__spread_of(form, variance, rstd, std_);
     /* An input of another form given: the caller has mixed up the forms. */
     const void *given[6];
-    static const char *const name[6] = {"src", "mean", "xhat", "variance", "rstd", "std"};
+    const char *name[6] = {"src", "mean", "xhat", "variance", "rstd", "std"};
     static const int needs[6] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
                                  NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD,     NBWD_STATS_XHAT_STD};
     int i;
     given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd; given[5] = std_;
+    if (rms) name[3] = "mean_square";
     for (i = 0; i < 6; ++i) { /* src and mean belong to both mean forms */
         int belongs = i < 2 ? form != NBWD_STATS_XHAT_STD : form == needs[i];
         if (given[i] && !belongs)
             return nbwd__fail(NBWD_ERR_BAD_PARAM,
                               "args.%s is set but desc.stats_form is %s, which does not read it: set stats_form = %s "
                               "or pass the form's own inputs",
-                              name[i], nbwd__form_name(form), i < 2 ? "NBWD_STATS_MEAN_VARIANCE (or _MEAN_RSTD)"
-                                                                    : nbwd__form_name(needs[i]));
+                              name[i], nbwd__form_name_of(form, rms),
+                              i >= 2 ? nbwd__form_name_of(needs[i], rms)
+                              : rms  ? "NBWD_STATS_MEAN_SQUARE (or _RSTD)"
+                                     : "NBWD_STATS_MEAN_VARIANCE (or _MEAN_RSTD)");
     }
     if (data_elems > 0 && !x)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)", nbwd__x_name(form),
-                          nbwd__form_name(form));
+                          nbwd__form_name_of(form, rms));
     if (stat_elems > 0 && !spread)
-        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)", nbwd__spread_name(form),
-                          nbwd__form_name(form));
-    if (stat_elems > 0 && form != NBWD_STATS_XHAT_STD && !mean)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
+                          nbwd__spread_name(form, rms), nbwd__form_name_of(form, rms));
+    if (stat_elems > 0 && form != NBWD_STATS_XHAT_STD && !mean && !rms)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.mean is NULL (desc.stats_form is %s)", nbwd__form_name(form));
     return NBWD_OK;
 }
@@ -1752,10 +1813,12 @@ static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int p
 /* desc_init's mark: a descriptor without it was zeroed or built by hand */
 #define NBWD__LN_STAMP 0x4C4E4257u
 #define NBWD__BN_STAMP 0x424E4257u
+#define NBWD__RMS_STAMP 0x524D4257u
 static const char *const nbwd__ln_tensor[5] = {"src", "diff_dst", "diff_src", "mean", "var"};
 enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4 };
 
 typedef struct nbwd__ln_plan {
+    int rms; /* RMSNorm: no mean, mean(g) not subtracted */
     int rank, axis, dt, sdt, pdt, form, affine, accumulate;
     float eps, gamma_offset;
     int64_t rows, n;
@@ -1787,20 +1850,31 @@ NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int 
     desc->epsilon = 1e-5f;
     desc->init_stamp = NBWD__LN_STAMP;
 }
+NBWD_API void nbwd_rms_norm_bwd_desc_init(nbwd_rms_norm_bwd_desc *desc, int rank, const int64_t *dims) {
+    nbwd_layer_norm_bwd_desc_init(desc, rank, dims);
+    if (desc) desc->init_stamp = NBWD__RMS_STAMP;
+}
 
-static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__ln_plan *p) {
+/* rms: RMSNorm (its own stamp; the plan is LayerNorm's with mean 0) */
+static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
     nbwd_status s;
     int64_t axis, lo, hi;
     int t;
     size_t esz;
     if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
     memset(p, 0, sizeof *p);
-    if (d->init_stamp != NBWD__LN_STAMP)
+    p->rms = rms;
+    if (d->init_stamp != (rms ? NBWD__RMS_STAMP : NBWD__LN_STAMP))
         return nbwd__fail(NBWD_ERR_NOT_INITIALIZED,
-                          "desc was not made by nbwd_layer_norm_bwd_desc_init (a zeroed or hand-built descriptor "
-                          "has no defaults: call it first, then set the fields you change)");
+                          "desc was not made by nbwd_%s_norm_bwd_desc_init (a zeroed or hand-built descriptor "
+                          "has no defaults: call it first, then set the fields you change)%s",
+                          rms ? "rms" : "layer",
+                          d->init_stamp == (rms ? NBWD__LN_STAMP : NBWD__RMS_STAMP)
+                              ? (rms ? "; this one was made for LayerNorm" : "; this one was made for RMSNorm")
+                              : "");
     if (d->rank < 1 || d->rank > NBWD_MAX_RANK)
-        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.rank = %d: LayerNorm takes 1 to %d", d->rank, NBWD_MAX_RANK);
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.rank = %d: %s takes 1 to %d", d->rank,
+                          rms ? "RMSNorm" : "LayerNorm", NBWD_MAX_RANK);
     p->rank = d->rank;
     if ((s = nbwd__count(d->dims, 0, d->rank, &p->rows)) != NBWD_OK) return s;
     axis = d->begin_norm_axis;
@@ -1840,7 +1914,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);
     }
-    for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
+    for (t = rms ? NBWD__TVAR : NBWD__TMEAN; t <= NBWD__TVAR; ++t) /* RMSNorm reads no mean */
         if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);
@@ -1863,13 +1937,19 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, nbwd__l
     return NBWD_OK;
 }
 
-NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
     nbwd__ln_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
     if (!bytes) s = nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL");
-    else if ((s = nbwd__ln_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
-    return nbwd__finish("nbwd_layer_norm_bwd_workspace_size", s);
+    else if ((s = nbwd__ln_plan_desc(desc, rms, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    return nbwd__finish(rms ? "nbwd_rms_norm_bwd_workspace_size" : "nbwd_layer_norm_bwd_workspace_size", s);
+}
+NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+    return nbwd__ln_workspace_size(desc, 0, bytes);
+}
+NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
+    return nbwd__ln_workspace_size(desc, 1, bytes);
 }
 
 static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
@@ -1884,11 +1964,11 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
     const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
     names[0] = nbwd__x_name(p->form);
-    names[4] = nbwd__spread_name(p->form);
+    names[4] = nbwd__spread_name(p->form, p->rms);
     if ((a->diff_gamma || a->diff_beta) && !p->affine)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
                           a->diff_gamma ? "diff_gamma" : "diff_beta");
-    if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+    if ((s = nbwd__check_stats_args(p->form, p->rms, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
                                     p->rows)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
@@ -1933,6 +2013,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     batch.n = n;
     batch.dt = p->dt;
     batch.cols.gamma = r->gamma;
+    batch.rms = p->rms;
     batch.stream = r->stream;
     /* both partials when either output is wanted: the kernels take both or
        neither, and the final reduction adds the whole block */
@@ -1953,7 +2034,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
                 batch.x_off[i] = q * st[NBWD__TX][0];
                 batch.dy_off[i] = q * st[NBWD__TDY][0];
                 batch.dx_off[i] = q * st[NBWD__TDX][0];
-                batch.xm[i] = mean[q * st[NBWD__TMEAN][0]];
+                batch.xm[i] = mean ? mean[q * st[NBWD__TMEAN][0]] : 0.0f; /* RMSNorm: none */
                 batch.rstd[i] = spread[q * st[NBWD__TVAR][0]];
             }
             if (!rstd_form) r->k->rstd(batch.rstd, batch.rstd, batch.count, eps);
@@ -1972,8 +2053,10 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     }
 }
 
-static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
-                                       void *workspace, size_t workspace_bytes) {
+/* rms: RMSNorm, its arguments in LayerNorm's struct (mean NULL, variance
+   the mean square) */
+static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+                                       const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes) {
     nbwd__ln_plan p;
     nbwd__ln_run r;
     nbwd_status s;
@@ -1982,7 +2065,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, co
     int64_t n, j, b;
     size_t own;
     int threads;
-    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
@@ -2071,7 +2154,7 @@ static const char *nbwd__outputs_text(const void *dx, const void *dg, const void
    dtypes, form, outputs, path, thread limit, time. */
 typedef struct nbwd__call {
     const char *op, *set;
-    int rank, dt, sdt, pdt, form, num_threads;
+    int rank, dt, sdt, pdt, form, num_threads, rms;
     const int64_t *dims;
     nbwd_isa isa;
     const void *dx, *dg, *db;
@@ -2083,7 +2166,7 @@ static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) 
     nbwd__dims_text(shape, sizeof shape, c->rank, c->dims);
     fprintf(stderr, "norm_bwd: %s %s %s data %s stats %s params %s %s outputs %s path %s threads<=%d %.3f ms%s\n",
             c->op, shape, c->set, nbwd__dtype_name(c->dt), nbwd__dtype_name(c->sdt), nbwd__dtype_name(c->pdt),
-            nbwd__form_name(c->form), c->have_args ? nbwd__outputs_text(c->dx, c->dg, c->db) : "-",
+            nbwd__form_name_of(c->form, c->rms), c->have_args ? nbwd__outputs_text(c->dx, c->dg, c->db) : "-",
             k ? nbwd_isa_name(k->isa) : "-", nbwd__max_threads(c->num_threads), seconds * 1e3,
             s == NBWD_OK ? "" : " (rejected)");
 }
@@ -2092,7 +2175,7 @@ static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) 
     do {                                                                                                              \
         (c).rank = (d)->rank; (c).dims = (d)->dims; (c).dt = (int)(d)->data_dtype;                                    \
         (c).sdt = (int)(d)->stats_dtype; (c).pdt = (int)(d)->param_dtype; (c).form = (int)(d)->stats_form;            \
-        (c).num_threads = (d)->num_threads; (c).isa = (d)->isa; (c).have_args = (a) != NULL;                          \
+        (c).num_threads = (d)->num_threads; (c).isa = (d)->isa; (c).have_args = (a) != NULL; (c).rms = 0;             \
         (c).dx = (a) ? (a)->diff_src : NULL; (c).dg = (a) ? (a)->diff_gamma : NULL;                                   \
         (c).db = (a) ? (a)->diff_beta : NULL;                                                                         \
     } while (0)
@@ -2103,7 +2186,7 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
     nbwd_status s;
     nbwd__msg[0] = 0;
-    s = nbwd__finish("nbwd_layer_norm_bwd", nbwd__layer_norm_bwd(desc, args, workspace, workspace_bytes));
+    s = nbwd__finish("nbwd_layer_norm_bwd", nbwd__layer_norm_bwd(desc, 0, args, workspace, workspace_bytes));
     if (verbose >= 2 && desc) {
         nbwd__call c;
         char axis[32];
@@ -2111,6 +2194,33 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
         NBWD__CALL_OF(c, desc, args);
         c.op = "layer_norm_bwd";
         c.set = axis;
+        nbwd__call_line(&c, nbwd__now() - t0, s);
+    }
+    return s;
+}
+
+NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+                                       void *workspace, size_t workspace_bytes) {
+    int verbose = nbwd__verbose();
+    double t0 = verbose >= 2 ? nbwd__now() : 0.0;
+    nbwd_status s;
+    nbwd_layer_norm_bwd_args la; /* LayerNorm's struct: no mean, the mean square as its variance */
+    nbwd__msg[0] = 0;
+    memset(&la, 0, sizeof la);
+    if (args) {
+        la.src = args->src; la.xhat = args->xhat; la.diff_dst = args->diff_dst;
+        la.variance = args->mean_square; la.rstd = args->rstd; la.std = args->std; la.gamma = args->gamma;
+        la.diff_src = args->diff_src; la.diff_gamma = args->diff_gamma; la.diff_beta = args->diff_beta;
+    }
+    s = nbwd__finish("nbwd_rms_norm_bwd", nbwd__layer_norm_bwd(desc, 1, args ? &la : NULL, workspace, workspace_bytes));
+    if (verbose >= 2 && desc) {
+        nbwd__call c;
+        char axis[32];
+        snprintf(axis, sizeof axis, "axis %lld", (long long)desc->begin_norm_axis);
+        NBWD__CALL_OF(c, desc, args);
+        c.op = "rms_norm_bwd";
+        c.set = axis;
+        c.rms = 1;
         nbwd__call_line(&c, nbwd__now() - t0, s);
     }
     return s;
@@ -2261,11 +2371,11 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
     const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
     names[0] = nbwd__x_name(p->form);
-    names[4] = nbwd__spread_name(p->form);
+    names[4] = nbwd__spread_name(p->form, 0);
     if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set without args.%s: BatchNorm computes both or neither",
                           a->diff_gamma ? "diff_gamma" : "diff_beta", a->diff_gamma ? "diff_beta" : "diff_gamma");
-    if ((s = nbwd__check_stats_args(p->form, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+    if ((s = nbwd__check_stats_args(p->form, 0, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
                                     p->C)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
@@ -2969,6 +3079,9 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *
     NBWD__K(nbwd__sums_out)(&s, sums_b);
 }
 
+/* A row's mean(g), the term that centring x adds to dx: RMSNorm has none
+   (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
+#define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
 /* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
    are reduced in the loop that writes row i-1's dx. */
 NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
@@ -2978,14 +3091,15 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols
     NBWD__K(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0], cols,
                               1, sums, keep, 0);
     for (i = 1; i < r->count; ++i) {
-        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i - 1]);
+        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n,
+                                    r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__K(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
                                   r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
     }
     i = r->count - 1;
-    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], sums[0] * inv_n, sums[1] * inv_n, r->rstd[i]);
+    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
     NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
                              n, &ca, cols, 1, keep, r->stream);
     if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
@@ -3051,7 +3165,7 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
             int whole; /* the row is whole lines: every vector non-temporal */
             NBWD__V out[NBWD__NARROW_VECS];
             NBWD__K(nbwd__sums_out)(&s, sums);
-            c.mg = NBWD__V_SET1(sums[0] * inv_n);
+            c.mg = NBWD__V_SET1(NBWD__MEAN_G(r, sums, inv_n));
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
             if (r->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
@@ -3131,7 +3245,7 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, n
         for (i = r0; i < r1; ++i) {
             NBWD__K(nbwd__reduce_row)((const float *)r->x + r->x_off[i], (const float *)r->dy + r->dy_off[i],
                                       NBWD_F32, n, r->xm[i], r->xs[i], gamma_only, 1, sums, NULL, 1);
-            mg[i] = sums[0] * inv_n;
+            mg[i] = NBWD__MEAN_G(r, sums, inv_n);
             mgx[i] = sums[1] * inv_n;
         }
         for (j = 0; j + chunk <= n; j += chunk)
@@ -3426,6 +3540,7 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__XHAT
 #undef NBWD__DX
 #undef NBWD__EACH_VEC
+#undef NBWD__MEAN_G
 #undef NBWD__NARROW_VECS
 #undef NBWD__ZERO_VECS
 #undef NBWD__KEEP_COLS

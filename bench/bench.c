@@ -295,12 +295,13 @@ static const char *layout_name[] = {"row", "NCX", "NXC", "NC"};
 typedef struct problem {
     int op, layout, rank, dt;
     int frozen; /* BatchNorm with NBWD_USE_GLOBAL_STATS ("bn-...-frozen:"): diff_src alone, one pass */
+    int rms;    /* RMSNorm ("rms:"): a LayerNorm row without a mean */
     int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN: [N, C, spatial...] (logical NCX order) */
     char shape[48];
 } problem;
 
 /* BNf: BatchNorm with frozen (global) statistics */
-#define OP_LABEL(p) ((p)->op == OP_LN ? "LN" : (p)->frozen ? "BNf" : "BN")
+#define OP_LABEL(p) ((p)->op == OP_LN ? ((p)->rms ? "RMS" : "LN") : (p)->frozen ? "BNf" : "BN")
 static const char *dt_name(int dt) { return dt == NBWD_F32 ? "f32" : dt == NBWD_BF16 ? "bf16" : "f16"; }
 static size_t dt_size(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
 
@@ -315,11 +316,12 @@ static int64_t prob_sets(const problem *p) { return p->op == OP_LN ? p->dims[0] 
 static int64_t prob_params(const problem *p) { return p->op == OP_LN ? p->dims[1] : p->dims[1]; }
 static double prob_bytes(const problem *p) {
     double e = (double)prob_elems(p), esz = (double)dt_size(p->dt);
-    if (p->op == OP_LN) return 3.0 * e * esz + 2.0 * 4.0 * (double)p->dims[0] + 3.0 * 4.0 * (double)p->dims[1];
+    if (p->op == OP_LN) /* x, dy, dx; mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
+        return 3.0 * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] + 3.0 * 4.0 * (double)p->dims[1];
     return 3.0 * e * esz + 5.0 * 4.0 * (double)p->dims[1];
 }
 
-/* "ln:RxN", "RxN", "bn-ncx:NxCxHxW", "bn-nxc:NxCxHxW", "bn-nc:NxC" (dims of
+/* "ln:RxN", "RxN", "rms:RxN", "bn-ncx:NxCxHxW", "bn-nxc:NxCxHxW", "bn-nc:NxC" (dims of
    BatchNorm always given in N, C, spatial order); a BatchNorm kind ending in
    "-frozen" (bn-ncx-frozen:...) takes the statistics as constants. */
 static int parse_problem(const char *spec, int dt, problem *p) {
@@ -349,7 +351,7 @@ static int parse_problem(const char *spec, int dt, problem *p) {
     }
     p->rank = d;
     p->dt = dt;
-    if (strcmp(kind, "ln") == 0) {
+    if (strcmp(kind, "ln") == 0 || strcmp(kind, "rms") == 0) {
         int64_t rows = 1;
         int i;
         if (d < 2) return 0;
@@ -358,6 +360,7 @@ static int parse_problem(const char *spec, int dt, problem *p) {
         p->dims[1] = p->dims[d - 1];
         p->rank = 2;
         p->op = OP_LN;
+        p->rms = kind[0] == 'r';
         p->layout = LAY_ROW;
     } else if (strcmp(kind, "bn-ncx") == 0 || strcmp(kind, "bn-nxc") == 0 || strcmp(kind, "bn-nc") == 0 ||
                strcmp(kind, "bn") == 0) {
@@ -448,7 +451,8 @@ static void data_make(const problem *p, data *D) {
                 xv = ld(D->x, i, p->dt);
                 s1[s] += xv;
             }
-    for (i = 0; i < nsets; ++i) D->mean[i] = (float)(s1[i] / per_set);
+    /* RMSNorm: no mean; its variance slot holds the mean square */
+    for (i = 0; i < nsets; ++i) D->mean[i] = p->rms ? 0.0f : (float)(s1[i] / per_set);
     i = 0;
     for (a = 0; a < A; ++a)
         for (b = 0; b < B; ++b)
@@ -482,8 +486,9 @@ static void data_make(const problem *p, data *D) {
                 int64_t s = SET_OF(p, a, b, k), q = PAR_OF(p, a, b, k);
                 double dyv = ld(D->dy, i, p->dt), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
                 double g = dyv * (double)D->gamma[q];
+                double mean_g = p->rms ? 0.0 : s1[s] / per_set;
                 D->ref_dx[i] = p->frozen ? (float)(sc[s] * dyv) /* diff_src alone: gamma ignored */
-                                         : (float)(sc[s] * (g - s1[s] / per_set - xh * (s2[s] / per_set)));
+                                         : (float)(sc[s] * (g - mean_g - xh * (s2[s] / per_set)));
             }
     free(s1);
     free(s2);
@@ -577,7 +582,8 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
     L->isa = isa;
     L->caller_ws = caller_ws;
     if (p->op == OP_LN) {
-        nbwd_layer_norm_bwd_desc_init(&L->desc.ln, 2, p->dims);
+        if (p->rms) nbwd_rms_norm_bwd_desc_init(&L->desc.ln, 2, p->dims);
+        else nbwd_layer_norm_bwd_desc_init(&L->desc.ln, 2, p->dims);
         L->desc.ln.data_dtype = (nbwd_dtype)p->dt;
         L->desc.ln.isa = isa;
     } else {
@@ -597,7 +603,8 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
     }
     if (caller_ws) {
         size_t bytes = 0;
-        if (p->op == OP_LN) nbwd_layer_norm_bwd_workspace_size(&L->desc.ln, &bytes);
+        if (p->op == OP_LN && p->rms) nbwd_rms_norm_bwd_workspace_size(&L->desc.ln, &bytes);
+        else if (p->op == OP_LN) nbwd_layer_norm_bwd_workspace_size(&L->desc.ln, &bytes);
         else nbwd_batch_norm_bwd_workspace_size(&L->desc.bn, &bytes);
         free(D->ws);
         D->ws = (float *)xalloc(bytes);
@@ -610,7 +617,13 @@ static nbwd_status lib_run(libcall *L) {
     data *D = L->D;
     void *ws = L->caller_ws ? D->ws : NULL;
     size_t wsb = L->caller_ws ? D->ws_bytes : 0;
-    if (L->p->op == OP_LN) {
+    if (L->p->op == OP_LN && L->p->rms) {
+        nbwd_rms_norm_bwd_args a;
+        memset(&a, 0, sizeof a);
+        a.src = D->x; a.diff_dst = D->dy; a.mean_square = D->var; a.gamma = D->gamma;
+        a.diff_src = D->dx; a.diff_gamma = D->dg; a.diff_beta = D->db;
+        return nbwd_rms_norm_bwd(&L->desc.ln, &a, ws, wsb);
+    } else if (L->p->op == OP_LN) {
         nbwd_layer_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
@@ -783,6 +796,7 @@ static void write_plot(const char *png, const int *thr, int nthr) {
 /* --------------------------------------------------------------- main */
 static const char *default_shapes =
     "ln:32768x768,ln:8192x1024,ln:4096x4096,ln:2048x8192,ln:131072x64,ln:500000x24,ln:64x768,"
+    "rms:32768x4096,rms:8192x1024,rms:64x4096,"
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
     "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
     "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024";
@@ -791,8 +805,9 @@ static void usage(void) {
     printf("usage: nbwd_bench [options]\n"
            "  --shapes LIST   comma-separated: ln:RxN (or RxN; leading dims multiply into rows),\n"
            "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC;\n"
-           "                  bn-ncx-frozen:... etc.: frozen statistics, diff_src alone (row label BNf)\n"
-           "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm f32+bf16, BatchNorm f32)\n"
+           "                  bn-ncx-frozen:... etc.: frozen statistics, diff_src alone (row label BNf);\n"
+           "                  rms:RxN: RMSNorm (row label RMS)\n"
+           "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm and RMSNorm f32+bf16, BatchNorm f32)\n"
            "  --threads LIST  thread counts (default: 1 and all = %d)\n"
            "  --isa NAME      force the library path (scalar, sse, avx2, avx512, avx512_bf16, neon, neon_bf16) via desc.isa\n"
            "  --reps N        timed runs per variant (default: adaptive, >= 15)\n"
@@ -1065,6 +1080,7 @@ int main(int argc, char **argv) {
             if (!no_dnnl) {
                 int bf = p->dt == NBWD_BF16;
                 if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
+                else if (p->rms) snprintf(why, sizeof why, "no RMSNorm before oneDNN 3.9");
                 else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
                 else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, p->frozen, 1e-5f, why, sizeof why);
             }

@@ -266,6 +266,16 @@ void ref_layer_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x,
 void ref_layer_norm_fwd(int rank, const int64_t *dims, int axis, double eps, const double *x, const double *gamma,
                         const double *beta, double *y);
 
+/* RMSNorm backward: as LayerNorm's with mean 0 and without the mean(g)
+   term; spread: mean square (MEAN_SQUARE form), rstd or std. */
+void ref_rms_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
+                      ref_tensor dy, ref_tensor spread, ref_tensor gamma, ref_out out);
+/* mean(x^2) per row, float64 */
+void ref_rms_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x, double *mean_square);
+/* y = x / sqrt(mean(x^2) + eps) * gamma (gamma NULL: 1); dense double */
+void ref_rms_norm_fwd(int rank, const int64_t *dims, int axis, double eps, const double *x, const double *gamma,
+                      double *y);
+
 /* BatchNorm training backward; dims NXC [N, X..., C] or NCX [N, C, X...];
    mean/spread/gamma: [C] dense. gamma.p NULL: 1. */
 void ref_batch_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, nbwd_stats_form form, double eps,

@@ -3,6 +3,8 @@
        rstd = 1 / sqrt(var + eps); xhat = (x - mean) * rstd; g = dy * gamma
        dx   = rstd * (g - mean(g) - xhat * mean(g * xhat))
        dgamma = sum dy * xhat; dbeta = sum dy
+   and for RMSNorm (no mean): rstd = 1 / sqrt(mean(x^2) + eps),
+       xhat = x * rstd; dx = rstd * (g - xhat * mean(g * xhat))
    over a LayerNorm row (dims [axis, rank)) or a BatchNorm channel (batch and
    spatial positions). Inputs are read from the very memory given to the
    library (16-bit values widened exactly by this file's own decoding), with
@@ -79,8 +81,11 @@ static double ref_rstd(nbwd_stats_form form, double spread, double eps) {
 }
 
 /* ---------------------------------------------------------- LayerNorm */
-void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
-                        ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma, ref_out out) {
+/* rms: RMSNorm (mean 0 and no mean(g) term); spread in the first form is the
+   mean square */
+static void ref_norm_rows_bwd(int rms, int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps,
+                              ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
+                              ref_out out) {
     int64_t rows = ref_count(dims, 0, axis), n = ref_count(dims, axis, rank), r, i;
     double *xh = NULL, *g = NULL, *dg_abs = NULL, *db_abs = NULL;
     ref_cursor cx, cdy, cm, cs;
@@ -103,7 +108,7 @@ void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form
     }
     for (r = 0; r < rows && n > 0; ++r) {
         double m = 0.0, rstd, sg = 0.0, sgx = 0.0, sag = 0.0, sagx = 0.0, mg, mgx, mag, magx;
-        if (form != NBWD_STATS_XHAT_STD) m = ref_load(mean.p, mean.dt, cm.off);
+        if (form != NBWD_STATS_XHAT_STD && !rms) m = ref_load(mean.p, mean.dt, cm.off);
         rstd = ref_rstd(form, ref_load(spread.p, spread.dt, cs.off), eps);
         for (i = 0; i < n; ++i) {
             double xv = ref_load(x.p, x.dt, cx.off), d = ref_load(dy.p, dy.dt, cdy.off);
@@ -121,9 +126,9 @@ void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form
             ref_cursor_next(&cx);
             ref_cursor_next(&cdy);
         }
-        mg = sg / (double)n;
+        mg = rms ? 0.0 : sg / (double)n;
         mgx = sgx / (double)n;
-        mag = sag / (double)n;
+        mag = rms ? 0.0 : sag / (double)n;
         magx = sagx / (double)n;
         for (i = 0; i < n; ++i) {
             int64_t k = r * n + i;
@@ -145,6 +150,44 @@ void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form
     free(g);
     free(dg_abs);
     free(db_abs);
+}
+
+void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
+                        ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma, ref_out out) {
+    ref_norm_rows_bwd(0, rank, dims, axis, form, eps, x, dy, mean, spread, gamma, out);
+}
+void ref_rms_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
+                      ref_tensor dy, ref_tensor spread, ref_tensor gamma, ref_out out) {
+    ref_tensor none;
+    none.p = NULL; none.dt = T_F64; none.strides = NULL;
+    ref_norm_rows_bwd(1, rank, dims, axis, form, eps, x, dy, none, spread, gamma, out);
+}
+
+void ref_rms_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x, double *mean_square) {
+    int64_t rows = ref_count(dims, 0, axis), n = ref_count(dims, axis, rank), r, i;
+    ref_cursor c;
+    ref_cursor_init(&c, rank, dims, x.strides);
+    for (r = 0; r < rows; ++r) {
+        double s2 = 0.0;
+        for (i = 0; i < n; ++i) {
+            double v = ref_load(x.p, x.dt, c.off);
+            s2 += v * v;
+            ref_cursor_next(&c);
+        }
+        mean_square[r] = n > 0 ? s2 / (double)n : 0.0;
+    }
+}
+
+void ref_rms_norm_fwd(int rank, const int64_t *dims, int axis, double eps, const double *x, const double *gamma,
+                      double *y) {
+    int64_t rows = ref_count(dims, 0, axis), n = ref_count(dims, axis, rank), r, i;
+    for (r = 0; r < rows; ++r) {
+        const double *xr = x + r * n;
+        double s2 = 0.0, rstd;
+        for (i = 0; i < n; ++i) s2 += xr[i] * xr[i];
+        rstd = 1.0 / sqrt(s2 / (double)n + eps);
+        for (i = 0; i < n; ++i) y[r * n + i] = xr[i] * rstd * (gamma ? gamma[i] : 1.0);
+    }
 }
 
 void ref_layer_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x, double *mean, double *var) {

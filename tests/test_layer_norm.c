@@ -2,7 +2,9 @@
    reference: stats forms x dtype combinations x affine x optional outputs
    (fully crossed on two shapes), then sweeps of row lengths, ranks and axes,
    strides (padding, negative and zero input strides), in-place, accumulate,
-   large tensors, degenerate shapes and data, and row invariants. */
+   large tensors, degenerate shapes and data, and row invariants. RMSNorm
+   runs through the same harness (ln_cfg.rms: nbwd_rms_norm_bwd against the
+   reference's RMSNorm, statistics from the mean square). */
 #include "nbwd_test.h"
 
 enum { O_DX = 1, O_DG = 2, O_DB = 4, O_ALL = 7 };
@@ -28,6 +30,7 @@ typedef struct ln_cfg {
     int null_empty; /* pass NULL for tensors without elements */
     int invariants;
     float gamma_offset; /* desc.gamma_offset */
+    int rms;            /* RMSNorm: nbwd_rms_norm_bwd, no mean */
     uint64_t seed;
 } ln_cfg;
 
@@ -49,9 +52,9 @@ static void ln_describe(const ln_cfg *c, char *buf, size_t size) {
     for (d = 0; d < c->rank; ++d)
         k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", d ? "x" : "", (long long)c->dims[d]);
     snprintf(buf, size,
-             "LN dims=%s axis=%lld form=%s dt=%s/%s/%s affine=%d offset=%g out=%s%s%s layout=%d inplace=%d acc=%d "
+             "%s dims=%s axis=%lld form=%s dt=%s/%s/%s affine=%d offset=%g out=%s%s%s layout=%d inplace=%d acc=%d "
              "eps=%g data=%d threads=%d ws=%d seed=%llu isa=%s",
-             c->rank ? dims : "()", (long long)c->axis, t_form_name(c->form), t_dtype_name(c->dt),
+             c->rms ? "RMS" : "LN", c->rank ? dims : "()", (long long)c->axis, t_form_name(c->form), t_dtype_name(c->dt),
              t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->affine, (double)c->gamma_offset,
              c->outputs & O_DX ? "dx" : "",
              c->outputs & O_DG ? "+dg" : "", c->outputs & O_DB ? "+db" : "", c->layout, c->inplace, c->accumulate,
@@ -82,6 +85,7 @@ static int ln_run(const ln_cfg *c) {
     ref_tensor tx, tdy, tm, tv, tg;
     nbwd_layer_norm_bwd_desc desc;
     nbwd_layer_norm_bwd_args args;
+    nbwd_rms_norm_bwd_args rargs;
     nbwd_status st;
     void *ws = NULL;
     size_t ws_bytes = 0;
@@ -174,7 +178,12 @@ static int ln_run(const ln_cfg *c) {
     mean = (double *)t_xmalloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
     var = (double *)t_xmalloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
     tx.p = bx.base; tx.dt = c->dt; tx.strides = bx.strides;
-    ref_layer_norm_stats(c->rank, c->dims, axis, tx, mean, var);
+    if (c->rms) { /* no mean; the mean square takes the variance's place */
+        ref_rms_norm_stats(c->rank, c->dims, axis, tx, var);
+        for (r = 0; r < rows; ++r) mean[r] = 0.0;
+    } else {
+        ref_layer_norm_stats(c->rank, c->dims, axis, tx, mean, var);
+    }
     if (c->form == NBWD_STATS_XHAT_STD && total > 0) {
         /* the input becomes xhat = (x - mean) / std, computed from a copy of x */
         xd = (double *)t_xmalloc((size_t)total * sizeof(double));
@@ -193,7 +202,7 @@ static int ln_run(const ln_cfg *c) {
         else if (c->form == NBWD_STATS_MEAN_RSTD)
             spread = c->data == D_CONSISTENT ? 1.0 / sqrt(var[r]) : 1.0 / sqrt(var[r] + (double)c->eps);
         else spread = sqrt(var[r] + (double)c->eps);
-        if (c->form != NBWD_STATS_XHAT_STD) t_buf_set(&bm, r, mean[r]);
+        if (c->form != NBWD_STATS_XHAT_STD && !c->rms) t_buf_set(&bm, r, mean[r]);
         t_buf_set(&bv, r, spread);
     }
     /* previous values of the parameter gradients (accumulate mode) */
@@ -227,7 +236,8 @@ static int ln_run(const ln_cfg *c) {
         for (i = 0; i < n; ++i) gamma_eff[i] = t_buf_get(&bg, i) + (double)c->gamma_offset;
         tg.p = gamma_eff; tg.dt = T_F64;
     }
-    ref_layer_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    if (c->rms) ref_rms_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tv, tg, ro);
+    else ref_layer_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
     free(gamma_eff);
     for (i = 0; i < n; ++i) {
         rdg[i] += prev_dg[i];
@@ -237,7 +247,8 @@ static int ln_run(const ln_cfg *c) {
     }
 
     /* the call */
-    nbwd_layer_norm_bwd_desc_init(&desc, c->rank, c->dims);
+    if (c->rms) nbwd_rms_norm_bwd_desc_init(&desc, c->rank, c->dims);
+    else nbwd_layer_norm_bwd_desc_init(&desc, c->rank, c->dims);
     desc.begin_norm_axis = c->axis;
     desc.use_affine = c->affine;
     desc.gamma_offset = c->gamma_offset;
@@ -280,17 +291,26 @@ static int ln_run(const ln_cfg *c) {
         args.diff_gamma = want_dg && !nn0 ? bdg.base : NULL;
         args.diff_beta = want_db && !nn0 ? bdb.base : NULL;
     }
+    if (c->rms) { /* the same tensors in RMSNorm's struct: no mean, the mean square for the variance */
+        memset(&rargs, 0, sizeof rargs);
+        rargs.src = args.src; rargs.xhat = args.xhat; rargs.diff_dst = args.diff_dst;
+        rargs.mean_square = args.variance; rargs.rstd = args.rstd; rargs.std = args.std; rargs.gamma = args.gamma;
+        rargs.diff_src = args.diff_src; rargs.diff_gamma = args.diff_gamma; rargs.diff_beta = args.diff_beta;
+    }
     s_x = t_snap_take(&bx); s_dy = t_snap_take(&bdy); s_m = t_snap_take(&bm); s_v = t_snap_take(&bv);
     s_g = t_snap_take(&bgs); s_b = t_snap_take(&bb); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
     allocs0 = t_hook_allocs();
     frees0 = t_hook_frees();
     if (c->caller_ws) {
-        st = nbwd_layer_norm_bwd_workspace_size(&desc, &ws_bytes);
+        st = c->rms ? nbwd_rms_norm_bwd_workspace_size(&desc, &ws_bytes)
+                    : nbwd_layer_norm_bwd_workspace_size(&desc, &ws_bytes);
         CHECK_STATUS(st, NBWD_OK);
         ws = t_xmalloc(ws_bytes + 8);
-        st = nbwd_layer_norm_bwd(&desc, &args, (char *)ws + 4, ws_bytes); /* deliberately misaligned */
+        /* deliberately misaligned */
+        st = c->rms ? nbwd_rms_norm_bwd(&desc, &rargs, (char *)ws + 4, ws_bytes)
+                    : nbwd_layer_norm_bwd(&desc, &args, (char *)ws + 4, ws_bytes);
     } else {
-        st = nbwd_layer_norm_bwd(&desc, &args, NULL, 0);
+        st = c->rms ? nbwd_rms_norm_bwd(&desc, &rargs, NULL, 0) : nbwd_layer_norm_bwd(&desc, &args, NULL, 0);
     }
     ok &= CHECK_STATUS(st, NBWD_OK);
     ok &= CHECK(t_hook_allocs() - allocs0 == t_hook_frees() - frees0,
@@ -315,7 +335,7 @@ static int ln_run(const ln_cfg *c) {
     }
 
     /* invariants: gamma = 1, f32, consistent statistics (rstd = 1/sqrt(var)) */
-    if (st == NBWD_OK && c->invariants && want_dx && rows > 0 && n > 0) {
+    if (st == NBWD_OK && c->invariants && !c->rms && want_dx && rows > 0 && n > 0) {
         int64_t worst_row = -1;
         double worst = 0.0;
         for (r = 0; r < rows; ++r) {
@@ -938,12 +958,135 @@ static void ln_gamma_offset(void) {
     }
 }
 
+/* 13. RMSNorm through the same harness: every form x dtype combination x
+   affine x outputs on two shapes, data with a large mean (centring would
+   change the result), the row lengths of every kernel (narrow rows, vector
+   widths and tails, long rows, the AVX-512 sweep), ranks and axes, strides,
+   in-place, accumulate, gamma_offset, threads; then its refusals. */
+static void rms_cases(void) {
+    static const int64_t lens[] = {1, 3, 8, 16, 24, 31, 32, 33, 64, 65, 768, 1025, 4097};
+    int shape, f, k, a, o, li;
+    for (shape = 0; shape < 2; ++shape)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < N_COMBOS; ++k)
+                for (a = 1; a >= 0; --a)
+                    for (o = 0; o < (a ? 5 : 1); ++o) {
+                        ln_cfg c;
+                        if (g_quick && (k + o) % 3) continue;
+                        ln_defaults(&c);
+                        c.rms = 1;
+                        if (shape == 0) set_dims(&c, 2, 5, 33, 0, 0);
+                        else { set_dims(&c, 3, 3, 4, 17, 0); c.axis = 1; c.layout = L_PADDED; }
+                        c.form = (nbwd_stats_form)f;
+                        c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+                        c.affine = a;
+                        c.outputs = a ? k_outputs[o] : O_DX;
+                        c.data = (k + o) % 4 == 0 ? D_BIG_MEAN : D_NORMAL;
+                        c.seed = ++g_seed;
+                        ln_run(&c);
+                    }
+    for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); ++li)
+        for (k = 0; k < N_COMBOS; k += 2) {
+            ln_cfg c;
+            ln_defaults(&c);
+            c.rms = 1;
+            set_dims(&c, 2, lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
+            c.form = (nbwd_stats_form)((li + k) % 3);
+            c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+            c.layout = (li + k) % 2 ? L_PADDED : L_DENSE;
+            c.caller_ws = k % 4 == 2;
+            c.outputs = (li + k) % 5 == 0 ? O_DX : O_ALL;
+            c.seed = ++g_seed;
+            ln_run(&c);
+        }
+    for (k = 0; k < 8; ++k) { /* ranks and axes, strides, in-place, accumulate, offset, threads */
+        ln_cfg c;
+        ln_defaults(&c);
+        c.rms = 1;
+        set_dims(&c, 4, 2, 3, 4, 9);
+        c.axis = k % 4 - 3;
+        c.layout = k % 5;
+        c.inplace = k == 5 ? IP_DY : k == 6 ? IP_X : IP_NONE;
+        if (c.inplace) c.layout = L_DENSE;
+        c.accumulate = k % 3 == 1;
+        c.gamma_offset = k % 2 ? 1.0f : 0.0f;
+        c.threads = 1 + k % 3;
+        c.form = (nbwd_stats_form)(k % 3);
+        c.dt = k_combos[(3 * k) % N_COMBOS].dt; c.sdt = k_combos[(3 * k) % N_COMBOS].sdt;
+        c.pdt = k_combos[(3 * k) % N_COMBOS].pdt;
+        c.seed = ++g_seed;
+        ln_run(&c);
+    }
+    if (!g_quick) { /* large: the sweep (f32, both outputs) and 16-bit streaming; 2 threads */
+        ln_cfg c;
+        ln_defaults(&c);
+        c.rms = 1;
+        set_dims(&c, 2, 512, 2048, 0, 0);
+        c.threads = 2;
+        c.seed = ++g_seed;
+        ln_run(&c);
+        c.dt = c.pdt = NBWD_BF16;
+        c.form = NBWD_STATS_RSTD;
+        c.gamma_offset = 1.0f;
+        c.seed = ++g_seed;
+        ln_run(&c);
+    }
+    {
+        int64_t dims[2] = {2, 3};
+        float buf[16] = {0};
+        nbwd_rms_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_desc ld;
+        nbwd_rms_norm_bwd_args a;
+        nbwd_layer_norm_bwd_args la;
+        size_t bytes = 0;
+        t_case("RMSNorm refusals");
+        memset(&a, 0, sizeof a);
+        a.src = buf; a.diff_dst = buf; a.mean_square = buf; a.gamma = buf; a.diff_src = buf + 8;
+        /* a LayerNorm descriptor is not an RMSNorm one, nor the reverse */
+        nbwd_layer_norm_bwd_desc_init(&ld, 2, dims);
+        CHECK_STATUS(nbwd_rms_norm_bwd(&ld, &a, NULL, 0), NBWD_ERR_NOT_INITIALIZED);
+        CHECK(strstr(nbwd_last_error(), "nbwd_rms_norm_bwd_desc_init") != NULL &&
+                  strstr(nbwd_last_error(), "LayerNorm") != NULL,
+              "the message names the init function and the descriptor's operation: %s", nbwd_last_error());
+        CHECK_STATUS(nbwd_rms_norm_bwd_workspace_size(&ld, &bytes), NBWD_ERR_NOT_INITIALIZED);
+        nbwd_rms_norm_bwd_desc_init(&d, 2, dims);
+        memset(&la, 0, sizeof la);
+        la.src = buf; la.diff_dst = buf; la.mean = buf; la.variance = buf; la.gamma = buf; la.diff_src = buf + 8;
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &la, NULL, 0), NBWD_ERR_NOT_INITIALIZED);
+        CHECK(strstr(nbwd_last_error(), "made for RMSNorm") != NULL, "message: %s", nbwd_last_error());
+        /* a form's input missing or another form's given, in RMSNorm's words */
+        a.mean_square = NULL;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_NULL_POINTER);
+        CHECK(strstr(nbwd_last_error(), "args.mean_square is NULL") != NULL &&
+                  strstr(nbwd_last_error(), "NBWD_STATS_MEAN_SQUARE") != NULL,
+              "message: %s", nbwd_last_error());
+        a.rstd = buf;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "args.rstd is set") != NULL &&
+                  strstr(nbwd_last_error(), "NBWD_STATS_RSTD") != NULL,
+              "message: %s", nbwd_last_error());
+        a.mean_square = buf; a.rstd = NULL;
+        d.flags = NBWD_USE_GLOBAL_STATS;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        d.flags = 0;
+        d.epsilon = 0.0f;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        d.epsilon = 1e-5f;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, NULL, NULL, 0), NBWD_ERR_NULL_POINTER);
+        CHECK_STATUS(nbwd_rms_norm_bwd(NULL, &a, NULL, 0), NBWD_ERR_NULL_POINTER);
+        a.diff_src = buf; /* diff_src over x: allowed (in place) only as the very same view, here it is */
+        a.diff_gamma = buf + 1; /* diff_gamma inside diff_src's bytes: refused */
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_ALIAS);
+        CHECK(buf[8] == 0.0f && buf[1] == 0.0f, "a refused call wrote an output");
+    }
+}
+
 void test_layer_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes}, {"ranks 5..8", ln_high_ranks},
         {"strides", ln_strides},       {"in-place", ln_inplace},        {"accumulate", ln_accumulate},
         {"degenerate", ln_degenerate}, {"invariants", ln_invariants},   {"threads", ln_threads},
-        {"large", ln_large},           {"gamma offset", ln_gamma_offset},
+        {"large", ln_large},           {"gamma offset", ln_gamma_offset}, {"rms norm", rms_cases},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {

@@ -4,7 +4,8 @@
    forward, loss = sum(y * w) for random w) on small shapes, compared with the
    reference backward fed the forward's own mean and variance and dy = w;
    BatchNorm also with the statistics frozen (a forward that takes them as
-   constants, against the NBWD_USE_GLOBAL_STATS reference). Also: the three
+   constants, against the NBWD_USE_GLOBAL_STATS reference); RMSNorm likewise
+   (the mean square recomputed inside its forward). Also: the three
    statistics forms agree, and strided (padded, negative)
    inputs give the same results as dense ones. */
 #include "nbwd_test.h"
@@ -23,6 +24,11 @@ typedef struct bn_ctx {
 static void ln_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
     const ln_ctx *c = (const ln_ctx *)ctx;
     ref_layer_norm_fwd(c->rank, c->dims, c->axis, c->eps, x, gamma, beta, y);
+}
+static void rms_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
+    const ln_ctx *c = (const ln_ctx *)ctx;
+    (void)beta;
+    ref_rms_norm_fwd(c->rank, c->dims, c->axis, c->eps, x, gamma, y);
 }
 static void bn_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
     const bn_ctx *c = (const bn_ctx *)ctx;
@@ -208,6 +214,65 @@ static void ln_reference_case(int rank, const int64_t *dims, int axis, uint64_t 
     free(dg); free(db); free(dg2); free(db2); free(mean); free(var); free(spread);
 }
 
+/* RMSNorm: finite differences of its forward; the three statistics forms
+   agree. (diff_beta, the sum of dy, is LayerNorm's and checked there.) */
+static void rms_reference_case(int rank, const int64_t *dims, int axis, uint64_t seed) {
+    int64_t rows = 1, n = 1, total, i, r;
+    int d;
+    double *x, *w, *y, *g, *b, *ms, *spread, *xh, *fdx, *fdg, *dx, *dg, *dx2, *dg2;
+    ln_ctx ctx;
+    ref_out o;
+    t_rng rng;
+    t_case("reference RMSNorm vs finite differences: rank %d axis %d", rank, axis);
+    for (d = 0; d < axis; ++d) rows *= dims[d];
+    for (d = axis; d < rank; ++d) n *= dims[d];
+    total = rows * n;
+    t_rng_seed(&rng, seed);
+    x = (double *)t_xmalloc((size_t)total * sizeof(double));
+    w = (double *)t_xmalloc((size_t)total * sizeof(double));
+    y = (double *)t_xmalloc((size_t)total * sizeof(double));
+    xh = (double *)t_xmalloc((size_t)total * sizeof(double));
+    fdx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx2 = (double *)t_xmalloc((size_t)total * sizeof(double));
+    g = (double *)t_xmalloc((size_t)n * sizeof(double));
+    b = (double *)t_xmalloc((size_t)n * sizeof(double));
+    fdg = (double *)t_xmalloc((size_t)n * sizeof(double));
+    dg = (double *)t_xmalloc((size_t)n * sizeof(double));
+    dg2 = (double *)t_xmalloc((size_t)n * sizeof(double));
+    ms = (double *)t_xmalloc((size_t)rows * sizeof(double));
+    spread = (double *)t_xmalloc((size_t)rows * sizeof(double));
+    /* a mean far from 0: centring would change the gradient, RMSNorm's must not */
+    for (i = 0; i < total; ++i) { x[i] = 0.7 + 1.5 * t_rng_normal(&rng); w[i] = t_rng_normal(&rng); }
+    for (i = 0; i < n; ++i) { g[i] = 1.0 + 0.5 * t_rng_normal(&rng); b[i] = 0.0; }
+    ctx.rank = rank; ctx.dims = dims; ctx.axis = axis; ctx.eps = 1e-3;
+    fd_grad(rms_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
+    fd_grad(rms_fwd, &ctx, x, g, b, w, y, total, g, n, fdg);
+    ref_rms_norm_stats(rank, dims, axis, f64(x, NULL), ms);
+    memset(&o, 0, sizeof o);
+    o.dx = dx; o.dg = dg;
+    ref_rms_norm_bwd(rank, dims, axis, NBWD_STATS_MEAN_SQUARE, ctx.eps, f64(x, NULL), f64(w, NULL), f64(ms, NULL),
+                     f64(g, NULL), o);
+    compare_fd("RMSNorm diff_src", fdx, dx, total);
+    compare_fd("RMSNorm diff_gamma", fdg, dg, n);
+    o.dx = dx2; o.dg = dg2;
+    for (r = 0; r < rows; ++r) spread[r] = 1.0 / sqrt(ms[r] + ctx.eps);
+    ref_rms_norm_bwd(rank, dims, axis, NBWD_STATS_RSTD, 12345.0, f64(x, NULL), f64(w, NULL), f64(spread, NULL),
+                     f64(g, NULL), o);
+    compare_exact("RMSNorm RSTD vs MEAN_SQUARE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("RMSNorm RSTD vs MEAN_SQUARE diff_gamma", dg2, dg, n, 1e-12);
+    for (r = 0; r < rows; ++r) {
+        spread[r] = sqrt(ms[r] + ctx.eps);
+        for (i = 0; i < n; ++i) xh[r * n + i] = x[r * n + i] / spread[r];
+    }
+    ref_rms_norm_bwd(rank, dims, axis, NBWD_STATS_XHAT_STD, 12345.0, f64(xh, NULL), f64(w, NULL), f64(spread, NULL),
+                     f64(g, NULL), o);
+    compare_exact("RMSNorm XHAT_STD vs MEAN_SQUARE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("RMSNorm XHAT_STD vs MEAN_SQUARE diff_gamma", dg2, dg, n, 1e-12);
+    free(x); free(w); free(y); free(xh); free(fdx); free(dx); free(dx2); free(g); free(b); free(fdg); free(dg);
+    free(dg2); free(ms); free(spread);
+}
+
 static void bn_reference_case(int rank, const int64_t *dims, nbwd_layout layout, uint64_t seed) {
     int cd = layout == NBWD_NCX ? 1 : rank - 1, d;
     int64_t C = dims[cd], total = 1, i, e;
@@ -314,4 +379,8 @@ void test_reference(void) {
     bn_reference_case(3, b3x, NBWD_NXC, ++seed);
     bn_reference_case(4, b4n, NBWD_NCX, ++seed);
     bn_reference_case(5, b5x, NBWD_NXC, ++seed);
+    rms_reference_case(1, d1, 0, 901);
+    rms_reference_case(2, d2, 1, 902);
+    rms_reference_case(3, d3, 1, 903);
+    rms_reference_case(4, d4, 2, 904);
 }

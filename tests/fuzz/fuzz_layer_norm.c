@@ -1,6 +1,7 @@
 /* fuzz_layer_norm.c - libFuzzer target: random bytes -> one call of
-   nbwd_layer_norm_bwd_workspace_size and nbwd_layer_norm_bwd (descriptor,
-   strides, pointers, aliasing, workspace, forced ISA all decoded).
+   nbwd_layer_norm_bwd_workspace_size and nbwd_layer_norm_bwd, or of their
+   RMSNorm twins (descriptor, strides, pointers, aliasing, workspace, forced
+   ISA all decoded).
    Checks: no crash or sanitizer report; the query and the call agree on
    descriptor errors; a rejected call writes no byte; an accepted call writes
    only output elements, has no illegal overlap, and matches a float64
@@ -47,6 +48,23 @@ static int dense_block(int rank, const int64_t *dims, const int64_t *st, int fro
 
 #define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
 
+/* The operation's entry points (rms: RMSNorm, given LayerNorm's tensors but
+   the mean, with the variance slot as its mean square) */
+static nbwd_status fz_query(int rms, const nbwd_layer_norm_bwd_desc *d, size_t *bytes) {
+    return rms ? nbwd_rms_norm_bwd_workspace_size(d, bytes) : nbwd_layer_norm_bwd_workspace_size(d, bytes);
+}
+static nbwd_status fz_call(int rms, const nbwd_layer_norm_bwd_desc *d, const nbwd_layer_norm_bwd_args *a, void *ws,
+                           size_t ws_bytes) {
+    nbwd_rms_norm_bwd_args ra;
+    if (!rms) return nbwd_layer_norm_bwd(d, a, ws, ws_bytes);
+    if (!a) return nbwd_rms_norm_bwd(d, NULL, ws, ws_bytes);
+    memset(&ra, 0, sizeof ra);
+    ra.src = a->src; ra.xhat = a->xhat; ra.diff_dst = a->diff_dst; ra.mean_square = a->variance;
+    ra.rstd = a->rstd; ra.std = a->std; ra.gamma = a->gamma; ra.diff_src = a->diff_src;
+    ra.diff_gamma = a->diff_gamma; ra.diff_beta = a->diff_beta;
+    return nbwd_rms_norm_bwd(d, &ra, ws, ws_bytes);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int why = 0; /* the first rule that made the call invalid, for the report */
     fz_rd rd = {data, size, 0};
@@ -56,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t sp_g[NBWD_MAX_RANK], sp_b[NBWD_MAX_RANK], sp_dg[NBWD_MAX_RANK], sp_db[NBWD_MAX_RANK];
     int nn; /* the parameter tensors' rank: dims [axis, rank) */
     int64_t dims[NBWD_MAX_RANK], raw_axis, rows = 1, n = 1, total = 1, nz = 1;
-    int rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
+    int rms, rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
     int mode[T_N], want[T_N], ws_mode, args_null, bytes_null, special, injected = 0, isa_runnable;
     int64_t alias_delta[T_N];
     int alias_of[T_N];
@@ -170,6 +188,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g.s = fz_u64(&rd);
     special = fz_u8(&rd);
     special = special >= 224 ? 1 + special % 4 : 0;
+    /* RMSNorm: decided by the last byte decoded, so that an input made for
+       LayerNorm alone (the corpus) still means what it meant. Its args have
+       no mean and no beta; its descriptor has its own stamp. */
+    rms = fz_u8(&rd) >= 128;
+    if (rms) {
+        nbwd_rms_norm_bwd_desc stamp;
+        nbwd_rms_norm_bwd_desc_init(&stamp, 1, dims);
+        d.init_stamp = stamp.init_stamp;
+        want[T_MEAN] = want[T_BETA] = 0;
+    }
     if (force >= 0) {
         nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
         force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
@@ -180,11 +208,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                 nbwd_isa_supported(d.isa);
 
     /* ---- the size query */
-    sq = nbwd_layer_norm_bwd_workspace_size(&d, bytes_null ? NULL : &qbytes);
+    sq = fz_query(rms, &d, bytes_null ? NULL : &qbytes);
     if (bytes_null) FZ_ASSERT(sq == NBWD_ERR_NULL_POINTER, "workspace_size(bytes NULL) = %d", (int)sq);
     else if (sq != NBWD_OK) FZ_ASSERT(qbytes == 777, "a failed workspace_size wrote *bytes");
-    FZ_ASSERT(nbwd_layer_norm_bwd_workspace_size(NULL, &qbytes) == NBWD_ERR_NULL_POINTER, "NULL desc");
-    if (bytes_null) sq = nbwd_layer_norm_bwd_workspace_size(&d, &qbytes);
+    FZ_ASSERT(fz_query(rms, NULL, &qbytes) == NBWD_ERR_NULL_POINTER, "NULL desc");
+    if (bytes_null) sq = fz_query(rms, &d, &qbytes);
 
     memset(&w, 0, sizeof w);
     w.nt = T_N;
@@ -242,8 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
         /* A small workspace: a huge accepted descriptor stops at
            INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
-        s = nbwd_layer_norm_bwd(&d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
-                                must_reject ? 0 : sizeof small_ws);
+        s = fz_call(rms, &d, args_null ? NULL : &a, must_reject ? NULL : small_ws, must_reject ? 0 : sizeof small_ws);
         if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
         if (must_reject) {
             FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, axis %lld)", why, rank,
@@ -283,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         /* what the computation reads */
         for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
-        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2;
+        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2 && !rms;
         w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1; w.t[T_STD].used &= form == 2;
         w.t[T_GAMMA].used &= d.use_affine && w.t[T_DX].present;
         w.t[T_BETA].used = 0;
@@ -316,7 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.beta = P(T_BETA); a.diff_src = P(T_DX);
     a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
 #undef P
-    s = nbwd_layer_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
+    s = fz_call(rms, &d, args_null ? NULL : &a, ws, ws_bytes);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
@@ -343,7 +370,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_allow_unread(&w, allowed);
         fz_check_overlap(&w, allowed, "layer_norm");
         FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
-        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || w.t[T_MEAN].present)), "accepted without stats");
+        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || rms || w.t[T_MEAN].present)), "accepted without stats");
         /* ---- float64 reference */
         dgr = (double *)calloc((size_t)n + 1, sizeof(double)); dbr = (double *)calloc((size_t)n + 1, sizeof(double));
         dga = (double *)calloc((size_t)n + 1, sizeof(double)); dba = (double *)calloc((size_t)n + 1, sizeof(double));
@@ -354,7 +381,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0, axh = 0; /* axh: max |xhat| */
             double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, fz_offset(axis, dims, w.t[sp].st, r));
             int use_gamma = d.use_affine && w.t[T_DX].present;
-            if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
+            if (form != 2 && !rms) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
             rstd = form == 0 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 ? spread : 1.0 / spread;
             if (form == 0) rstd = (double)(float)rstd; /* the manual: rstd is one fp32 scalar */
             for (j = 0; j < n; ++j) {
@@ -375,18 +402,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
                     double xh = form == 2 ? xv : (xv - mean) * rstd;
                     double gm = use_gamma ? (double)(float)(fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) + (double)d.gamma_offset) : 1.0;
-                    double gv = yv * gm, want_v = rstd * (gv - sg / (double)n - xh * sgx / (double)n);
-                    double s1 = fabs(rstd) * (fabs(gv) + fabs(sg / (double)n) + fabs(xh) * fabs(sgx / (double)n));
-                    double s2 = fabs(rstd) * (ag / (double)n + fabs(xh) * agx / (double)n);
+                    double mg = rms ? 0.0 : sg / (double)n, amg = rms ? 0.0 : ag / (double)n; /* RMSNorm: no mean(g) */
+                    double gv = yv * gm, want_v = rstd * (gv - mg - xh * sgx / (double)n);
+                    double s1 = fabs(rstd) * (fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)n));
+                    double s2 = fabs(rstd) * (amg + fabs(xh) * agx / (double)n);
                     double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)n + 8) * s2);
                     double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, r * n + j));
                     /* rstd scales last: before it, g - (mean_g + xhat * mean_gx) must fit fp32 too */
-                    double unscaled = fabs(gv) + fabs(sg / (double)n) + fabs(xh) * fabs(sgx / (double)n) +
-                                      ag / (double)n + fabs(xh) * agx / (double)n;
+                    double unscaled = fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)n) + amg +
+                                      fabs(xh) * agx / (double)n;
                     if (s1 + s2 < 1e35 && unscaled < 1e37 && /* else fp32 intermediates may overflow */
                         !fz_close(tdx->dt, got, want_v, tol))
-                        FZ_FAIL("layer_norm dx[%lld][%lld]: got %.9g, want %.9g (tol %.3g), form %d dt %d isa %d%s",
-                                (long long)r, (long long)j, got, want_v, tol, form, (int)d.data_dtype, (int)d.isa,
+                        FZ_FAIL("%s dx[%lld][%lld]: got %.9g, want %.9g (tol %.3g), form %d dt %d isa %d%s",
+                                rms ? "rms_norm" : "layer_norm", (long long)r, (long long)j, got, want_v, tol, form, (int)d.data_dtype, (int)d.isa,
                                 injected ? " (special values)" : "");
                 }
             }

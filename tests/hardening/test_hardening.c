@@ -102,6 +102,7 @@ enum { AT_X, AT_DY, AT_MEAN, AT_VAR, AT_GAMMA, AT_COUNT };
 static const char *const at_name[AT_COUNT] = {"x", "dy", "mean", "variance", "gamma"};
 
 typedef struct ln_case {
+    int rms; /* RMSNorm: the same tensors but the mean; var is the mean square */
     int64_t rows, cols;
     nbwd_dtype dt;
     void *x, *dy, *dx;
@@ -110,7 +111,7 @@ typedef struct ln_case {
 
 static void ln_alloc(ln_case *c, int64_t rows, int64_t cols, nbwd_dtype dt, uint64_t seed) {
     int64_t i, n = rows * cols;
-    c->rows = rows; c->cols = cols; c->dt = dt;
+    c->rms = 0; c->rows = rows; c->cols = cols; c->dt = dt;
     c->x = xmalloc((size_t)n * esz(dt)); c->dy = xmalloc((size_t)n * esz(dt)); c->dx = xmalloc((size_t)n * esz(dt));
     c->mean = (float *)xmalloc((size_t)rows * 4); c->var = (float *)xmalloc((size_t)rows * 4);
     c->gamma = (float *)xmalloc((size_t)cols * 4);
@@ -127,10 +128,18 @@ static nbwd_status ln_run(const ln_case *c, int isa, int num_threads) {
     nbwd_layer_norm_bwd_args a;
     int64_t dims[2];
     dims[0] = c->rows; dims[1] = c->cols;
-    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    if (c->rms) nbwd_rms_norm_bwd_desc_init(&d, 2, dims);
+    else nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
     d.data_dtype = c->dt;
     d.isa = (nbwd_isa)isa;
     d.num_threads = num_threads;
+    if (c->rms) {
+        nbwd_rms_norm_bwd_args ra;
+        memset(&ra, 0, sizeof ra);
+        ra.src = c->x; ra.diff_dst = c->dy; ra.mean_square = c->var; ra.gamma = c->gamma;
+        ra.diff_src = c->dx; ra.diff_gamma = c->dg; ra.diff_beta = c->db;
+        return nbwd_rms_norm_bwd(&d, &ra, NULL, 0);
+    }
     memset(&a, 0, sizeof a);
     a.src = c->x; a.diff_dst = c->dy; a.mean = c->mean; a.variance = c->var; a.gamma = c->gamma;
     a.diff_src = c->dx; a.diff_gamma = c->dg; a.diff_beta = c->db;
@@ -139,16 +148,19 @@ static nbwd_status ln_run(const ln_case *c, int isa, int num_threads) {
 
 static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
 
-static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols) {
+/* rms: RMSNorm (no mean to poison) */
+static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, int rms) {
     static const float vals[3] = {NAN, INFINITY, -INFINITY};
     ln_case c;
     int64_t r = rows / 2, j = cols - 1, row_bytes = cols * (int64_t)esz(dt), i, k;
     unsigned char *dx0;
     float *dg0 = (float *)xmalloc((size_t)cols * 4), *db0 = (float *)xmalloc((size_t)cols * 4);
     int at, v;
+    const char *op = rms ? "RMS" : "LN";
     ln_alloc(&c, rows, cols, dt, 1234 + (uint64_t)rows * 7 + (uint64_t)cols);
+    c.rms = rms;
     dx0 = (unsigned char *)xmalloc((size_t)(rows * row_bytes));
-    snprintf(g_ctx, sizeof g_ctx, "nan LN %s %s %lldx%lld clean", nbwd_isa_name((nbwd_isa)isa), dt_name(dt),
+    snprintf(g_ctx, sizeof g_ctx, "nan %s %s %s %lldx%lld clean", op, nbwd_isa_name((nbwd_isa)isa), dt_name(dt),
              (long long)rows, (long long)cols);
     CHECK_ST(ln_run(&c, isa, 0), NBWD_OK);
     memcpy(dx0, c.dx, (size_t)(rows * row_bytes));
@@ -161,7 +173,8 @@ static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols) {
             void *target = at == AT_X ? c.x : at == AT_DY ? c.dy : at == AT_MEAN ? (void *)c.mean : (void *)c.var;
             nbwd_dtype tdt = at <= AT_DY ? dt : NBWD_F32;
             int64_t idx = at <= AT_DY ? r * cols + j : r;
-            snprintf(g_ctx, sizeof g_ctx, "nan LN %s %s %lldx%lld %s[row %lld] = %g", nbwd_isa_name((nbwd_isa)isa),
+            if (rms && at == AT_MEAN) continue;
+            snprintf(g_ctx, sizeof g_ctx, "nan %s %s %s %lldx%lld %s[row %lld] = %g", op, nbwd_isa_name((nbwd_isa)isa),
                      dt_name(dt), (long long)rows, (long long)cols, at_name[at], (long long)r, (double)vals[v]);
             saved = get(target, idx, tdt);
             put(target, idx, tdt, vals[v]);
@@ -314,7 +327,10 @@ static void suite_nan(void) {
     for (isa = 1; isa < NBWD_ISA_COUNT; ++isa) {
         if (!isa_wanted(isa)) continue;
         for (t = 0; t < (g_quick ? 2 : 3); ++t) {
-            for (s = 0; s < nshapes; ++s) nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1]);
+            for (s = 0; s < nshapes; ++s) {
+                nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 0);
+                nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 1);
+            }
             nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC);
             nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX);
             nan_batch_norm(isa, dts[t], 2, bn2, NBWD_NXC);
