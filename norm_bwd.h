@@ -2199,20 +2199,25 @@ NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, c
     return s;
 }
 
+/* RMSNorm's arguments in LayerNorm's struct: no mean, the mean square as
+   the variance. NULL stays NULL. */
+static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
+    if (!a) return NULL;
+    memset(la, 0, sizeof *la);
+    la->src = a->src; la->xhat = a->xhat; la->diff_dst = a->diff_dst;
+    la->variance = a->mean_square; la->rstd = a->rstd; la->std = a->std; la->gamma = a->gamma;
+    la->diff_src = a->diff_src; la->diff_gamma = a->diff_gamma; la->diff_beta = a->diff_beta;
+    return la;
+}
 NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
                                        void *workspace, size_t workspace_bytes) {
     int verbose = nbwd__verbose();
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
     nbwd_status s;
-    nbwd_layer_norm_bwd_args la; /* LayerNorm's struct: no mean, the mean square as its variance */
+    nbwd_layer_norm_bwd_args la;
     nbwd__msg[0] = 0;
-    memset(&la, 0, sizeof la);
-    if (args) {
-        la.src = args->src; la.xhat = args->xhat; la.diff_dst = args->diff_dst;
-        la.variance = args->mean_square; la.rstd = args->rstd; la.std = args->std; la.gamma = args->gamma;
-        la.diff_src = args->diff_src; la.diff_gamma = args->diff_gamma; la.diff_beta = args->diff_beta;
-    }
-    s = nbwd__finish("nbwd_rms_norm_bwd", nbwd__layer_norm_bwd(desc, 1, args ? &la : NULL, workspace, workspace_bytes));
+    s = nbwd__finish("nbwd_rms_norm_bwd",
+                     nbwd__layer_norm_bwd(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes));
     if (verbose >= 2 && desc) {
         nbwd__call c;
         char axis[32];

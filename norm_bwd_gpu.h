@@ -47,6 +47,8 @@
    ============================================================================
        nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(desc, &bytes)
        nbwd_status nbwd_gpu_layer_norm_bwd(desc, args, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_rms_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_gpu_rms_norm_bwd(desc, args, workspace, bytes, stream)
        nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(desc, &bytes)
        nbwd_status nbwd_gpu_batch_norm_bwd(desc, args, workspace, bytes, stream)
        nbwd_status nbwd_gpu_device_count(int *count)
@@ -148,6 +150,9 @@ NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer
 NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
                                                  const nbwd_layer_norm_bwd_args *args, void *workspace,
                                                  size_t workspace_bytes, void *stream /* cudaStream_t */);
+NBWD_GPU_API nbwd_status nbwd_gpu_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes);
+NBWD_GPU_API nbwd_status nbwd_gpu_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+                                               void *workspace, size_t workspace_bytes, void *stream /* cudaStream_t */);
 NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes);
 NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
                                                  const nbwd_batch_norm_bwd_args *args, void *workspace,
@@ -344,10 +349,10 @@ static nbwd_status nbwdg__params_dense(const nbwd__params *q) {
 }
 
 /* Full validation: the CPU checks, then the workspace. */
-static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
                                      const void *workspace, size_t bytes, nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
     nbwd_status s;
-    if ((s = nbwd__ln_plan_desc(desc, p)) != NBWD_OK) return s;
+    if ((s = nbwd__ln_plan_desc(desc, rms, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
@@ -370,16 +375,37 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
     return s;
 }
 
-NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+/* rms: RMSNorm (LayerNorm's plan with mean 0) */
+static nbwd_status nbwdg__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
+    const char *entry = rms ? "nbwd_gpu_rms_norm_bwd_workspace_size" : "nbwd_gpu_layer_norm_bwd_workspace_size";
     nbwd__ln_plan p;
     nbwdg__ln_cfg c;
     nbwd_status s;
-    if (!bytes) return nbwdg__reject("nbwd_gpu_layer_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__ln_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject("nbwd_gpu_layer_norm_bwd_workspace_size", s);
+    if (!bytes) return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK) return nbwdg__reject(entry, s);
     nbwdg__ln_config(&p, &c);
     *bytes = c.ws_bytes;
     nbwd__msg[0] = 0;
     return NBWD_OK;
+}
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+    return nbwdg__ln_workspace_size(desc, 0, bytes);
+}
+NBWD_GPU_API nbwd_status nbwd_gpu_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
+    return nbwdg__ln_workspace_size(desc, 1, bytes);
+}
+static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+                                         const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
+                                         void *stream);
+NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
+                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    return nbwdg__layer_norm_bwd(desc, 0, args, workspace, workspace_bytes, stream);
+}
+NBWD_GPU_API nbwd_status nbwd_gpu_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+                                               void *workspace, size_t workspace_bytes, void *stream) {
+    nbwd_layer_norm_bwd_args la;
+    return nbwdg__layer_norm_bwd(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes, stream);
 }
 
 NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
@@ -401,15 +427,15 @@ static void nbwdg__no_cuda(void) {
                      "this build has no CUDA (norm_bwd_gpu.h was compiled without nvcc)");
 }
 
-NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
-                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
-                                                 size_t workspace_bytes, void *stream) {
+static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+                                         const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
+                                         void *stream) {
     nbwd__ln_plan p;
     nbwdg__ln_cfg c;
     nbwd_status s;
     (void)stream;
-    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
-        return nbwdg__reject("nbwd_gpu_layer_norm_bwd", s);
+    if ((s = nbwdg__ln_prepare(desc, rms, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject(rms ? "nbwd_gpu_rms_norm_bwd" : "nbwd_gpu_layer_norm_bwd", s);
     nbwdg__no_cuda();
     return NBWD_ERR_UNSUPPORTED;
 }
@@ -474,7 +500,7 @@ __device__ __forceinline__ void nbwdg__stats(int form, int sdt, float eps, const
         rstd = (float)(1.0 / s);
         return;
     }
-    xm = nbwdg__ld(mean, mi, sdt);
+    xm = mean ? nbwdg__ld(mean, mi, sdt) : 0.0f; /* RMSNorm: no mean */
     rstd = form == NBWD_STATS_MEAN_RSTD ? (float)s : (float)(1.0 / sqrt(s + (double)eps));
     xs = rstd;
 }
@@ -609,6 +635,7 @@ struct nbwdg__ln_k {
     int acc_smem; /* A == 1: column partials in shared memory (else global) */
     float eps;
     float gamma_offset; /* desc.gamma_offset: the scale is gamma + it */
+    int rms;            /* RMSNorm: no mean (NULL), no mean(g) term */
 };
 
 /* Pass-1 work on one chunk: the row sums (sg, sgx) and the column partials
@@ -722,7 +749,8 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                 }
                 if (p.want_dx) {
                     nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
-                    const float mg = (float)((double)sg / (double)n), mgx = (float)((double)sgx / (double)n);
+                    const float mg = p.rms ? 0.0f : (float)((double)sg / (double)n);
+                    const float mgx = (float)((double)sgx / (double)n);
 #pragma unroll
                     for (int k = 0; k < K; ++k) {
                         const int64_t c = lane + (int64_t)k * G, e0 = c * V;
@@ -741,7 +769,8 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                 }
                 if (p.want_dx) {
                     nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
-                    const float mg = (float)((double)sg / (double)n), mgx = (float)((double)sgx / (double)n);
+                    const float mg = p.rms ? 0.0f : (float)((double)sg / (double)n);
+                    const float mgx = (float)((double)sgx / (double)n);
                     for (int64_t c = lane; c < chunks; c += G) {
                         const int64_t e0 = c * V;
                         const int cnt = n - e0 < V ? (int)(n - e0) : V;
@@ -1085,17 +1114,17 @@ static cudaError_t nbwdg__ln_launch(const nbwdg__ln_k &k, const nbwdg__ln_cfg &c
     }
 }
 
-NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc,
-                                                 const nbwd_layer_norm_bwd_args *args, void *workspace,
-                                                 size_t workspace_bytes, void *stream) {
+static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+                                         const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
+                                         void *stream) {
     nbwd__ln_plan p;
     nbwdg__ln_cfg c;
     nbwd_status s;
     cudaError_t e;
     cudaStream_t st = (cudaStream_t)stream;
     int want_dx, want_dg, want_db;
-    if ((s = nbwdg__ln_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
-        return nbwdg__reject("nbwd_gpu_layer_norm_bwd", s);
+    if ((s = nbwdg__ln_prepare(desc, rms, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject(rms ? "nbwd_gpu_rms_norm_bwd" : "nbwd_gpu_layer_norm_bwd", s);
     if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     want_dx = args->diff_src != NULL;
@@ -1118,7 +1147,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_layer_norm_bwd(const nbwd_layer_norm_bwd_desc 
         k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
         k.dy = args->diff_dst;
         k.dx = args->diff_src;
-        k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean;
+        k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean; /* RMSNorm: NULL */
+        k.rms = p.rms;
         k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
                    : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
                                                       : args->std;

@@ -171,6 +171,50 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
                  (int)(sc != NBWD_OK ? sc : ok_status));
         nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
     }
+    /* RMSNorm: the LayerNorm table through the RMSNorm entry points (its
+       own descriptor stamp; the args without mean, the variance as the mean
+       square), CPU against GPU as above */
+    for (i = 0;; ++i) {
+        nbwd_rms_norm_bwd_desc d1, d2, stamp;
+        nbwd_layer_norm_bwd_args l1, l2;
+        nbwd_rms_norm_bwd_args a1, a2;
+        nbwd_status sc, sg;
+        size_t need = 0;
+        nbwdt_ln_base(&d1, &l1, cpu_arena);
+        nbwdt_ln_base(&d2, &l2, gpu_arena);
+        if (!(f = nbwdt_ln_case(i, &d1, &l1, cpu_arena, &name))) break;
+        nbwdt_ln_case(i, &d2, &l2, gpu_arena, &name);
+        nbwd_rms_norm_bwd_desc_init(&stamp, 1, NULL);
+        d1.init_stamp = d2.init_stamp = stamp.init_stamp;
+        memset(&a1, 0, sizeof a1);
+        a1.src = l1.src; a1.xhat = l1.xhat; a1.diff_dst = l1.diff_dst; a1.mean_square = l1.variance;
+        a1.rstd = l1.rstd; a1.std = l1.std; a1.gamma = l1.gamma; a1.diff_src = l1.diff_src;
+        a1.diff_gamma = l1.diff_gamma; a1.diff_beta = l1.diff_beta;
+        memset(&a2, 0, sizeof a2);
+        a2.src = l2.src; a2.xhat = l2.xhat; a2.diff_dst = l2.diff_dst; a2.mean_square = l2.variance;
+        a2.rstd = l2.rstd; a2.std = l2.std; a2.gamma = l2.gamma; a2.diff_src = l2.diff_src;
+        a2.diff_gamma = l2.diff_gamma; a2.diff_beta = l2.diff_beta;
+        if (nbwd_gpu_rms_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sc = nbwd_rms_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
+        sg = nbwd_gpu_rms_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF,
+                                   need, NULL);
+        if (sg == NBWD_OK) NBWDT_SYNC();
+        if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_rms_norm_bwd", "nbwd_gpu_rms_norm_bwd", name);
+        snprintf(what, sizeof what, "RMSNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
+                 (int)(sc != NBWD_OK ? sc : ok_status));
+        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+    }
+    { /* a LayerNorm descriptor is refused by the RMSNorm entry points, in the same words */
+        nbwd_layer_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_args l;
+        size_t need = 0;
+        nbwdt_ln_base(&d, &l, gpu_arena);
+        nbwdt_check(nbwd_gpu_rms_norm_bwd_workspace_size(&d, &need) == NBWD_ERR_NOT_INITIALIZED &&
+                        strstr(nbwd_gpu_last_error(), "nbwd_gpu_rms_norm_bwd_workspace_size: NBWD_ERR_NOT_INITIALIZED") ==
+                            nbwd_gpu_last_error(),
+                    "RMSNorm GPU workspace query refuses a LayerNorm descriptor");
+    }
     for (i = 0;; ++i) {
         nbwd_batch_norm_bwd_desc d1, d2;
         nbwd_batch_norm_bwd_args a1, a2;

@@ -95,14 +95,37 @@ struct LnCase {
     int pad;      /* elements of padding on the last outer dim of x, dy, dx */
     int inplace;  /* diff_src == diff_dst */
     int misalign; /* tensors one element off 16-byte alignment */
+    int rms;      /* RMSNorm: no mean, the variance slot holds the mean square */
 };
+
+/* The entry points of c's operation (RMSNorm: LayerNorm's args but the
+   mean, moved into RMSNorm's struct) */
+static nbwd_rms_norm_bwd_args ln_as_rms(const nbwd_layer_norm_bwd_args &a) {
+    nbwd_rms_norm_bwd_args r;
+    memset(&r, 0, sizeof r);
+    r.src = a.src; r.xhat = a.xhat; r.diff_dst = a.diff_dst; r.mean_square = a.variance; r.rstd = a.rstd;
+    r.std = a.std; r.gamma = a.gamma; r.diff_src = a.diff_src; r.diff_gamma = a.diff_gamma; r.diff_beta = a.diff_beta;
+    return r;
+}
+static nbwd_status gpu_ln_call(const LnCase &c, const nbwd_layer_norm_bwd_desc *d, const nbwd_layer_norm_bwd_args &a,
+                               void *ws, size_t need) {
+    if (!c.rms) return nbwd_gpu_layer_norm_bwd(d, &a, ws, need, nullptr);
+    const nbwd_rms_norm_bwd_args r = ln_as_rms(a);
+    return nbwd_gpu_rms_norm_bwd(d, &r, ws, need, nullptr);
+}
+static nbwd_status cpu_ln_call(const LnCase &c, const nbwd_layer_norm_bwd_desc *d, const nbwd_layer_norm_bwd_args &a) {
+    if (!c.rms) return nbwd_layer_norm_bwd(d, &a, nullptr, 0);
+    const nbwd_rms_norm_bwd_args r = ln_as_rms(a);
+    return nbwd_rms_norm_bwd(d, &r, nullptr, 0);
+}
 
 /* Runs one LayerNorm case: GPU vs float64 reference vs CPU path, and the
    GPU determinism checks. */
 static void ln_run(const LnCase &c) {
     char what[512];
-    snprintf(what, sizeof what, "LN rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d offset %g",
-             c.rank, (long long)c.dims[0], (long long)c.dims[1], (long long)c.dims[2], (long long)c.dims[3], c.axis,
+    snprintf(what, sizeof what, "%s rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d offset %g",
+             c.rms ? "RMS" : "LN", c.rank, (long long)c.dims[0], (long long)c.dims[1], (long long)c.dims[2],
+             (long long)c.dims[3], c.axis,
              c.dt, c.sdt, c.pdt, c.form, c.affine, c.want_dx, c.want_dg, c.want_db, c.accumulate, c.pad, c.inplace,
              c.misalign, (double)c.gamma_offset);
     int64_t rows = 1, n = 1;
@@ -116,7 +139,8 @@ static void ln_run(const LnCase &c) {
     }
     const int64_t span = s; /* elements spanned */
     nbwd_layer_norm_bwd_desc desc;
-    nbwd_layer_norm_bwd_desc_init(&desc, c.rank, c.dims);
+    if (c.rms) nbwd_rms_norm_bwd_desc_init(&desc, c.rank, c.dims);
+    else nbwd_layer_norm_bwd_desc_init(&desc, c.rank, c.dims);
     desc.begin_norm_axis = c.axis;
     desc.use_affine = c.affine;
     desc.gamma_offset = c.gamma_offset;
@@ -148,7 +172,8 @@ static void ln_run(const LnCase &c) {
     for (int64_t r = 0; r < rows; ++r) {
         int64_t o = 0, rr = r;
         for (int d = c.axis - 1; d >= 0; --d) { o += (rr % c.dims[d]) * st[d]; rr /= c.dims[d]; }
-        double sp = getf(spread.hp(), r, c.sdt), m = c.form == NBWD_STATS_XHAT_STD ? 0.0 : getf(mean.hp(), r, c.sdt);
+        double sp = getf(spread.hp(), r, c.sdt);
+        double m = c.form == NBWD_STATS_XHAT_STD || c.rms ? 0.0 : getf(mean.hp(), r, c.sdt);
         double rstd = c.form == NBWD_STATS_MEAN_VARIANCE ? 1.0 / sqrt(sp + (double)desc.epsilon)
                       : c.form == NBWD_STATS_MEAN_RSTD   ? sp
                                                          : 1.0 / sp;
@@ -162,7 +187,7 @@ static void ln_run(const LnCase &c) {
         for (int64_t j = 0; j < n; ++j) {
             double xh = (getf(x.hp(), o + j, c.dt) - m) * xs, dv = getf(dy.hp(), o + j, c.dt);
             double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0);
-            rdx[(size_t)(r * n + j)] = rstd * (g - sg / n - xh * sgx / n);
+            rdx[(size_t)(r * n + j)] = rstd * (g - (c.rms ? 0.0 : sg / n) - xh * sgx / n);
         }
     }
     if (c.accumulate)
@@ -176,7 +201,7 @@ static void ln_run(const LnCase &c) {
     memset(&a, 0, sizeof a);
     if (c.form == NBWD_STATS_XHAT_STD) a.xhat = x.dp(); else a.src = x.dp();
     a.diff_dst = dy.dp();
-    if (c.form != NBWD_STATS_XHAT_STD) a.mean = mean.dp();
+    if (c.form != NBWD_STATS_XHAT_STD && !c.rms) a.mean = mean.dp();
     if (c.form == NBWD_STATS_MEAN_VARIANCE) a.variance = spread.dp();
     else if (c.form == NBWD_STATS_MEAN_RSTD) a.rstd = spread.dp();
     else a.std = spread.dp();
@@ -185,10 +210,11 @@ static void ln_run(const LnCase &c) {
     if (c.want_dg) a.diff_gamma = dg.dp();
     if (c.want_db) a.diff_beta = db.dp();
     size_t need = 0;
-    nbwd_gpu_layer_norm_bwd_workspace_size(&desc, &need);
+    if (c.rms) nbwd_gpu_rms_norm_bwd_workspace_size(&desc, &need);
+    else nbwd_gpu_layer_norm_bwd_workspace_size(&desc, &need);
     void *ws = nullptr;
     if (need) CK(cudaMalloc(&ws, need));
-    nbwd_status st_ = nbwd_gpu_layer_norm_bwd(&desc, &a, ws, need, nullptr);
+    nbwd_status st_ = gpu_ln_call(c, &desc, a, ws, need);
     CK(cudaDeviceSynchronize());
     if (st_ != NBWD_OK) {
         char w2[1024];
@@ -218,7 +244,7 @@ static void ln_run(const LnCase &c) {
     if (a.diff_src) ca.diff_src = c.inplace ? cdy.data() + mb : cdx.data() + mb;
     if (a.diff_gamma) ca.diff_gamma = cdg.data();
     if (a.diff_beta) ca.diff_beta = cdb.data();
-    nbwd_status cs = nbwd_layer_norm_bwd(&desc, &ca, nullptr, 0);
+    nbwd_status cs = cpu_ln_call(c, &desc, ca);
     nbwdt_check(cs == NBWD_OK, what);
     const std::vector<unsigned char> &c_dx = c.inplace ? cdy : cdx;
 
@@ -266,7 +292,7 @@ static void ln_run(const LnCase &c) {
         nbwd_gpu__max_grid = grids[gi];
         if (c.inplace) { memcpy(dy.h.data(), dx0.data(), dx0.size()); dy.up(); } else { dx.h = dx0; dx.up(); }
         dg.h = dg0; db.h = db0; dg.up(); db.up();
-        st_ = nbwd_gpu_layer_norm_bwd(&desc, &a, ws, need, nullptr);
+        st_ = gpu_ln_call(c, &desc, a, ws, need);
         CK(cudaDeviceSynchronize());
         out.down(); dg.down(); db.down();
         snprintf(w2, sizeof w2, "%s: bitwise identical rerun, grid cap %d", what, grids[gi]);
@@ -537,6 +563,34 @@ static void gpu_tests(void) {
         c.axis = 0; /* one row */
         ln_run(c);
         c.rank = 1; c.dims[0] = 1000; c.axis = 0;
+        ln_run(c);
+    }
+    /* RMSNorm: every dtype set and form on short, vector-wide and long rows;
+       offset gamma, in-place, accumulate, padding, a middle axis */
+    static const int64_t rshapes[][2] = {{7, 24}, {33, 768}, {5, 8200}, {3, 40000}};
+    for (int si = 0; si < 4; ++si)
+        for (int di = 0; di < 6; ++di)
+            for (int form = 0; form < 3; ++form) {
+                LnCase c;
+                memset(&c, 0, sizeof c);
+                c.rms = 1;
+                c.rank = 2; c.dims[0] = rshapes[si][0]; c.dims[1] = rshapes[si][1]; c.axis = 1;
+                c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                c.form = form; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+                c.gamma_offset = (si + di) % 2 ? 1.0f : 0.0f;
+                c.inplace = form == 1 && si % 2;
+                c.accumulate = form == 2;
+                c.pad = si == 1 && form == 0 ? 3 : 0;
+                ln_run(c);
+            }
+    {
+        LnCase c;
+        memset(&c, 0, sizeof c);
+        c.rms = 1;
+        c.rank = 3; c.dims[0] = 6; c.dims[1] = 4; c.dims[2] = 50; c.axis = 1;
+        c.dt = c.sdt = c.pdt = NBWD_F32; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+        ln_run(c);
+        c.affine = 0; c.want_dg = c.want_db = 0;
         ln_run(c);
     }
     for (int di = 0; di < 6; ++di) {
