@@ -13,24 +13,23 @@
 # The seconds are those of the machine where the budget was set (a 2-core
 # Zen 4 VM). CI lands on other CPUs (a Zen 3 compiles the same file in about
 # twice the time), and a VM's neighbours can slow a build of this size by a
-# fifth for minutes, so each -O2 build is followed by one of a yardstick:
-# norm_bwd.h as it was at 9555be6 (tools/compile_cost_yardstick.tar.xz,
-# never changed), whose builds the same slow spells slow alike. The times
-# are scaled by (the yardstick's time on the budget's machine) / (its least
-# time here) before they are checked, so a check says "this header compiles
-# in at most the budget where the yardstick took YS_REF": the code's growth
-# over the yardstick, not the CPU, decides. Both raw and scaled times are
-# printed. A scaled time over its line is measured once more (RUNS more
-# builds of both, the least of all kept).
+# fifth for minutes, so each gcc -O2 build is followed by one of a
+# yardstick: norm_bwd.h as it was at 9555be6 (tools/compile_cost_yardstick.
+# tar.xz, never changed), which the same slow spells slow alike. Every time
+# is scaled by (the yardstick's gcc -O2 time on the budget's machine) / (its
+# least time here) before it is checked: the code's growth over the
+# yardstick decides, not the CPU. Both raw and scaled times are printed.
+# gcc -O2, the line with the least room, is the least of RUNS builds; the
+# other lines, far under their budgets, take one build; a scaled time over
+# its line is measured again (RUNS more builds, the least of all kept).
 # Builds beside it inflate its times.
 set -u
 B=${BUILD:-build}/compile-cost
 RUNS=${RUNS:-3}
-# The yardstick's least CPU time of 3 builds on the budget's machine, with
-# gcc 12 and clang 14 at -O2 (bench/NOTES.md, compile cost: 4.58-4.66 s and
-# 3.53-3.72 s in quiet minutes).
-YS_REF_GCC=${YS_REF_GCC:-4.6}
-YS_REF_CLANG=${YS_REF_CLANG:-3.6}
+# The yardstick's least CPU time of 3 gcc 12 -O2 builds on the budget's
+# machine (bench/NOTES.md, compile cost: 4.58-4.66 s in quiet minutes).
+YS_REF=${YS_REF:-4.6}
+YS=$YS_REF # unscaled until the yardstick is built
 mkdir -p "$B/yardstick"
 xz -dc tools/compile_cost_yardstick.tar.xz | tar -xf - -C "$B/yardstick" ||
     { echo "compile cost: cannot unpack the yardstick (xz, tar)"; echo "0 passed, 1 failed"; exit 1; }
@@ -39,22 +38,23 @@ printf '#define NORM_BWD_IMPLEMENTATION\n#include "norm_bwd.h"\n' > "$B/impl.c"
 cp "$B/impl.c" "$B/yardstick/impl.c"
 printf '#include "norm_bwd.h"\nfloat nbwd_cost_probe(void) { return nbwd_bf16_to_f32(0x3f80); }\n' > "$B/include_only.c"
 
-# measure CC FLAGS FILE: sets T (seconds, least), M (MB), TEXT (bytes), BIG
-# (bytes), BIGNAME; with WITH_YS=1 also YS, the yardstick's least seconds
-# (the same flags, each build right after one of FILE's). T and YS carry
-# over from the previous call when KEEP=1 (a second series).
+# measure CC FLAGS FILE BUILDS YARDSTICK KEEP: sets T (seconds, least of
+# BUILDS), M (MB), TEXT (bytes), BIG (bytes), BIGNAME; with YARDSTICK=1
+# also YS, the yardstick's least seconds (the same flags, each build right
+# after one of FILE's). KEEP=1: T and YS carry over from the previous call
+# (a second series).
 measure() {
-    [ "${KEEP:-0}" = 1 ] || T=999
-    [ "${KEEP:-0}" = 1 ] || [ "${WITH_YS:-0}" = 0 ] || YS=999
+    [ "$6" = 1 ] || T=999
+    [ "$6" = 1 ] || [ "$5" = 0 ] || YS=999
     M=0
     i=0
-    while [ $i -lt "$RUNS" ]; do
+    while [ $i -lt "$4" ]; do
         if ! /usr/bin/time -o "$B/time" -f "%U %S %M" $1 -std=c99 $2 -I. -c "$3" -o "$B/cost.o" 2> "$B/log"; then
             cat "$B/log"; T=999; M=0; TEXT=0; BIG=0; BIGNAME="(build failed)"; return 1
         fi
         read -r u s m < "$B/time"
         T=$(echo "$u $s $T" | awk '{t = $1 + $2; print (t < $3) ? t : $3}')
-        if [ "${WITH_YS:-0}" = 1 ]; then
+        if [ "$5" = 1 ]; then
             if ! /usr/bin/time -o "$B/time_ys" -f "%U %S" $1 -std=c99 $2 -c "$B/yardstick/impl.c" -o "$B/ys.o" 2> "$B/log"; then
                 cat "$B/log"; T=999; return 1
             fi
@@ -77,19 +77,17 @@ check() {
     printf '    %-34s %10s %s (budget %s %s) %s\n' "$1" "$2" "$4" "$3" "$4" "$verdict"
 }
 
-# scale: S = T * REF / YS, the time on the budget's machine
-scale() { S=$(echo "$T $REF $YS" | awk '{printf "%.2f", $1 * $2 / $3}'); }
+# scale: S = T * YS_REF / YS, the time on the budget's machine
+scale() { S=$(echo "$T $YS_REF $YS" | awk '{printf "%.2f", $1 * $2 / $3}'); }
 
-echo "compile cost: the implementation file, every path compiled in; least CPU time of $RUNS builds ($(uname -m)),"
-echo "scaled to the budget's machine by the yardstick's -O2 builds (the header at 9555be6; see the script's head)"
+echo "compile cost: the implementation file, every path compiled in ($(uname -m)); CPU times scaled to the"
+echo "budget's machine by a yardstick built after each gcc -O2 build (the header at 9555be6; see the script's head)"
 for cc in gcc clang; do
     command -v $cc > /dev/null 2>&1 || { echo "  $cc: not found"; FAIL=$((FAIL + 1)); continue; }
-    REF=$YS_REF_GCC
-    [ $cc = clang ] && REF=$YS_REF_CLANG
     for opt in "-O2" "-O0" "-O0 -g"; do
-        ys=0
-        [ "$opt" = "-O2" ] && ys=1
-        if ! WITH_YS=$ys measure $cc "$opt" "$B/impl.c"; then
+        ys=0 runs=1
+        if [ $cc = gcc ] && [ "$opt" = "-O2" ]; then ys=1 runs=$RUNS; fi
+        if ! measure $cc "$opt" "$B/impl.c" $runs $ys 0; then
             echo "  $cc $opt: the build failed"; FAIL=$((FAIL + 1)); continue
         fi
         limit=6
@@ -97,13 +95,12 @@ for cc in gcc clang; do
         scale
         if awk -v t="$S" -v l="$limit" 'BEGIN {exit !(t > l)}'; then
             first=$S
-            KEEP=1 WITH_YS=$ys measure $cc "$opt" "$B/impl.c" || true
+            measure $cc "$opt" "$B/impl.c" "$RUNS" $ys 1 || true
             scale
             echo "  $cc $opt: $first s over the budget; measured again: $S s"
         fi
-        [ $ys = 1 ] && [ $cc = gcc ] && GCC_YS=$YS
         if [ $ys = 1 ]; then
-            echo "  $cc $opt: $T s here, the yardstick $YS s here and $REF s there; largest function $BIGNAME"
+            echo "  $cc $opt: $T s here (least of $runs), the yardstick $YS s here and $YS_REF s there; largest function $BIGNAME"
         else
             echo "  $cc $opt: $T s here; largest function $BIGNAME"
         fi
@@ -119,9 +116,7 @@ for cc in gcc clang; do
         fi
     done
 done
-REF=$YS_REF_GCC
-YS=${GCC_YS:-$REF}
-if measure gcc "-O2" "$B/include_only.c"; then
+if measure gcc "-O2" "$B/include_only.c" 1 0 0; then
     scale
     echo "  gcc -O2, a file that only includes the header: $T s here"
     check "include-only CPU time (scaled)" "$S" 0.2 s
