@@ -333,7 +333,8 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 4.7 s of CPU and 265 MB with gcc 12 -O2 (clang 14: 3.8 s, 140 MB),
+   about 4.7 s of CPU and 265 MB with gcc 12 -O2 on a Zen 4 (a Zen 3: about
+   twice the time; clang 14: 3.8 s, 140 MB),
    and about 1 s and 180 MB at -O0 (helpers are forced inline only when
    optimizing, so a debug build calls them); other files pay for the
    declarations alone. Each NORM_BWD_NO_* switch takes its path's share
@@ -2180,25 +2181,6 @@ static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) 
         (c).db = (a) ? (a)->diff_beta : NULL;                                                                         \
     } while (0)
 
-NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
-                                         void *workspace, size_t workspace_bytes) {
-    int verbose = nbwd__verbose();
-    double t0 = verbose >= 2 ? nbwd__now() : 0.0;
-    nbwd_status s;
-    nbwd__msg[0] = 0;
-    s = nbwd__finish("nbwd_layer_norm_bwd", nbwd__layer_norm_bwd(desc, 0, args, workspace, workspace_bytes));
-    if (verbose >= 2 && desc) {
-        nbwd__call c;
-        char axis[32];
-        snprintf(axis, sizeof axis, "axis %lld", (long long)desc->begin_norm_axis);
-        NBWD__CALL_OF(c, desc, args);
-        c.op = "layer_norm_bwd";
-        c.set = axis;
-        nbwd__call_line(&c, nbwd__now() - t0, s);
-    }
-    return s;
-}
-
 /* RMSNorm's arguments in LayerNorm's struct: no mean, the mean square as
    the variance. NULL stays NULL. */
 static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
@@ -2209,26 +2191,36 @@ static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_a
     la->diff_src = a->diff_src; la->diff_gamma = a->diff_gamma; la->diff_beta = a->diff_beta;
     return la;
 }
-NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
-                                       void *workspace, size_t workspace_bytes) {
+/* The LayerNorm and RMSNorm entry points: the call, its status and message,
+   and NORM_BWD_VERBOSE=2's line. */
+static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
+                                  void *workspace, size_t workspace_bytes) {
     int verbose = nbwd__verbose();
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
     nbwd_status s;
-    nbwd_layer_norm_bwd_args la;
     nbwd__msg[0] = 0;
-    s = nbwd__finish("nbwd_rms_norm_bwd",
-                     nbwd__layer_norm_bwd(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes));
+    s = nbwd__finish(rms ? "nbwd_rms_norm_bwd" : "nbwd_layer_norm_bwd",
+                     nbwd__layer_norm_bwd(desc, rms, args, workspace, workspace_bytes));
     if (verbose >= 2 && desc) {
         nbwd__call c;
         char axis[32];
         snprintf(axis, sizeof axis, "axis %lld", (long long)desc->begin_norm_axis);
         NBWD__CALL_OF(c, desc, args);
-        c.op = "rms_norm_bwd";
+        c.op = rms ? "rms_norm_bwd" : "layer_norm_bwd";
         c.set = axis;
-        c.rms = 1;
+        c.rms = rms;
         nbwd__call_line(&c, nbwd__now() - t0, s);
     }
     return s;
+}
+NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    return nbwd__ln_entry(desc, 0, args, workspace, workspace_bytes);
+}
+NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+                                       void *workspace, size_t workspace_bytes) {
+    nbwd_layer_norm_bwd_args la;
+    return nbwd__ln_entry(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes);
 }
 
 /* ------------------------------------------------------------ BatchNorm */
