@@ -1903,7 +1903,8 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     nbwd__strides(p->rank, d->dims, d->src_strides, p->st[NBWD__TX]);
     nbwd__strides(p->rank, d->dims, d->diff_dst_strides, p->st[NBWD__TDY]);
     nbwd__strides(p->rank, d->dims, d->diff_src_strides, p->st[NBWD__TDX]);
-    nbwd__strides(p->axis, d->dims, d->mean_strides, p->st[NBWD__TMEAN]);
+    /* RMSNorm reads no mean: its mean_strides are ignored, never multiplied */
+    nbwd__strides(p->axis, d->dims, rms ? NULL : d->mean_strides, p->st[NBWD__TMEAN]);
     nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__TVAR]);
     esz = nbwd__esize(p->dt);
     for (t = NBWD__TX; t <= NBWD__TDX; ++t) {
@@ -1915,7 +1916,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);
     }
-    for (t = rms ? NBWD__TVAR : NBWD__TMEAN; t <= NBWD__TVAR; ++t) /* RMSNorm reads no mean */
+    for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
         if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);

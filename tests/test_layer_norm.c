@@ -1079,6 +1079,23 @@ static void rms_cases(void) {
         CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_ALIAS);
         CHECK(buf[8] == 0.0f && buf[1] == 0.0f, "a refused call wrote an output");
     }
+    { /* mean_strides is not read by RMSNorm: even absurd ones change nothing (they were once multiplied) */
+        int64_t dims[2] = {3, 5}, huge[1] = {INT64_MAX};
+        float x[15], dy[15], ms[3] = {1.5f, 0.75f, 2.0f}, g[5] = {1, 2, 3, 4, 5}, dx1[15], dx2[15];
+        nbwd_rms_norm_bwd_desc d;
+        nbwd_rms_norm_bwd_args a;
+        int i;
+        t_case("RMSNorm ignores mean_strides");
+        for (i = 0; i < 15; ++i) { x[i] = 0.25f * (float)(i - 7); dy[i] = 0.5f - 0.125f * (float)i; }
+        memset(&a, 0, sizeof a);
+        a.src = x; a.diff_dst = dy; a.mean_square = ms; a.gamma = g; a.diff_src = dx1;
+        nbwd_rms_norm_bwd_desc_init(&d, 2, dims);
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        d.mean_strides = huge;
+        a.diff_src = dx2;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        CHECK(memcmp(dx1, dx2, sizeof dx1) == 0, "mean_strides changed RMSNorm's diff_src");
+    }
 }
 
 void test_layer_norm(void) {
