@@ -19,8 +19,9 @@
 # is scaled by (the yardstick's gcc -O2 time on the budget's machine) / (its
 # least time here) before it is checked: the code's growth over the
 # yardstick decides, not the CPU. Both raw and scaled times are printed.
-# gcc -O2, the line with the least room, is the least of RUNS builds; the
-# other lines, far under their budgets, take one build; a scaled time over
+# The -O2 lines, with the least room, are the least of RUNS builds (clang's
+# scaled by gcc's yardstick: one build of it swung by a third); the -O0
+# lines, far under their budgets, take one build; a scaled time over
 # its line is measured again (RUNS more builds, the least of all kept).
 # Builds beside it inflate its times.
 set -u
@@ -86,7 +87,8 @@ for cc in gcc clang; do
     command -v $cc > /dev/null 2>&1 || { echo "  $cc: not found"; FAIL=$((FAIL + 1)); continue; }
     for opt in "-O2" "-O0" "-O0 -g"; do
         ys=0 runs=1
-        if [ $cc = gcc ] && [ "$opt" = "-O2" ]; then ys=1 runs=$RUNS; fi
+        [ "$opt" = "-O2" ] && runs=$RUNS
+        if [ $cc = gcc ] && [ "$opt" = "-O2" ]; then ys=1; fi
         if ! measure $cc "$opt" "$B/impl.c" $runs $ys 0; then
             echo "  $cc $opt: the build failed"; FAIL=$((FAIL + 1)); continue
         fi
