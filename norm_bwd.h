@@ -396,6 +396,7 @@ typedef enum nbwd_stats_form {
     NBWD_STATS_MEAN_VARIANCE = 0, /* mean, variance; rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_MEAN_RSTD = 1,     /* mean, rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_XHAT_STD = 2,      /* xhat = (x - mean) * rstd, std = sqrt(variance + epsilon) */
+    NBWD_STATS_DST_RSTD = 3,      /* LayerNorm, RMSNorm: the forward output dst = xhat * gamma + beta, and rstd */
     /* RMSNorm's names for its first two forms (it has no mean) */
     NBWD_STATS_MEAN_SQUARE = 0,   /* mean_square = mean(x^2); rstd = 1/sqrt(mean_square + epsilon) */
     NBWD_STATS_RSTD = 1           /* rstd = 1/sqrt(mean(x^2) + epsilon) */
@@ -449,6 +450,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
     unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
     /* Fields added later go here, after the original ones. */
     float gamma_offset; /* default 0: the scale is gamma + gamma_offset (1: zero-centred gamma) */
+    const int64_t *diff_residual_strides; /* rank entries, NULL = dense */
 } nbwd_layer_norm_bwd_desc;
 
 typedef struct nbwd_layer_norm_bwd_args {
@@ -457,13 +459,16 @@ typedef struct nbwd_layer_norm_bwd_args {
     const void *diff_dst;  /* required */
     const void *mean;      /* MEAN_VARIANCE and MEAN_RSTD forms */
     const void *variance;  /* MEAN_VARIANCE form */
-    const void *rstd;      /* MEAN_RSTD form: 1/sqrt(variance + epsilon) */
+    const void *rstd;      /* MEAN_RSTD and DST_RSTD forms: 1/sqrt(variance + epsilon) */
     const void *std;       /* XHAT_STD form: sqrt(variance + epsilon) */
-    const void *gamma;     /* use_affine and diff_src requested */
-    const void *beta;      /* accepted, never read */
+    const void *gamma;     /* use_affine, and diff_src requested (DST_RSTD: or diff_gamma) */
+    const void *beta;      /* DST_RSTD form with use_affine: optional (NULL: no bias); else not read */
     void *diff_src;        /* optional output */
     void *diff_gamma;      /* optional output (use_affine) */
     void *diff_beta;       /* optional output (use_affine) */
+    /* Fields added later go here. */
+    const void *dst;           /* DST_RSTD form: the forward output (strides: src_strides) */
+    const void *diff_residual; /* optional, with diff_src: added to it (a pre-norm block's residual gradient) */
 } nbwd_layer_norm_bwd_args;
 
 /* RMSNorm takes LayerNorm's descriptor, made by nbwd_rms_norm_bwd_desc_init
@@ -475,12 +480,16 @@ typedef struct nbwd_rms_norm_bwd_args {
     const void *xhat;        /* x * rstd: XHAT_STD form */
     const void *diff_dst;    /* required */
     const void *mean_square; /* MEAN_SQUARE form: mean(x^2) */
-    const void *rstd;        /* RSTD form: 1/sqrt(mean(x^2) + epsilon) */
+    const void *rstd;        /* RSTD and DST_RSTD forms: 1/sqrt(mean(x^2) + epsilon) */
     const void *std;         /* XHAT_STD form: sqrt(mean(x^2) + epsilon) */
-    const void *gamma;       /* use_affine and diff_src requested */
+    const void *gamma;       /* use_affine, and diff_src requested (DST_RSTD: or diff_gamma) */
     void *diff_src;          /* optional output */
     void *diff_gamma;        /* optional output (use_affine) */
     void *diff_beta;         /* optional output (use_affine): sum diff_dst, for RMSNorm with a bias */
+    /* Fields added later go here. */
+    const void *beta;          /* DST_RSTD form with use_affine: the bias, optional (NULL: none) */
+    const void *dst;           /* DST_RSTD form: the forward output (strides: src_strides) */
+    const void *diff_residual; /* optional, with diff_src: added to it */
 } nbwd_rms_norm_bwd_args;
 
 typedef struct nbwd_batch_norm_bwd_desc {
@@ -847,8 +856,9 @@ typedef struct nbwd__chans {
 typedef struct nbwd__rows {
     const char *x, *dy;
     char *dx;                       /* NULL: no diff_src (BatchNorm: pass 1) */
+    const char *res;                /* LayerNorm: diff_residual, added to dx (NULL: none) */
     int dt;
-    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
+    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH], res_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int rms;                        /* LayerNorm: RMSNorm (x not centred, so mean(g) is not subtracted) */
     int64_t count, n;
@@ -888,6 +898,8 @@ typedef struct nbwd__kernels {
     void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
     void (*widen)(const uint16_t *src, float *dst, int dt, int64_t n); /* the bulk conversions */
     void (*narrow)(const float *src, uint16_t *dst, int dt, int64_t n);
+    /* out[i] = (y[i] - beta[i]) * inv[i], y of type dt: xhat from dst */
+    void (*unscale)(const void *y, int dt, const float *beta, const float *inv, float *out, int64_t n);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
 } nbwd__kernels;
 
@@ -1309,8 +1321,12 @@ static const char *nbwd__form_name(int form) {
     return form == NBWD_STATS_MEAN_VARIANCE ? "NBWD_STATS_MEAN_VARIANCE"
            : form == NBWD_STATS_MEAN_RSTD   ? "NBWD_STATS_MEAN_RSTD"
            : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
+           : form == NBWD_STATS_DST_RSTD    ? "NBWD_STATS_DST_RSTD"
                                             : "?";
 }
+/* the statistics forms whose set mean is given (LayerNorm's mean forms; RMSNorm's mean
+   is 0) */
+static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
 /* rms: RMSNorm's names for the forms */
 static const char *nbwd__form_name_of(int form, int rms) {
     if (rms && form == NBWD_STATS_MEAN_SQUARE) return "NBWD_STATS_MEAN_SQUARE";
@@ -1336,9 +1352,9 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
 
 /* batch_norm: the operation takes NBWD_USE_GLOBAL_STATS too */
 static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, int num_threads, int isa, float eps) {
-    if (form < NBWD_STATS_MEAN_VARIANCE || form > NBWD_STATS_XHAT_STD)
-        return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD or _XHAT_STD", form);
+    if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
+                          batch_norm ? " or _XHAT_STD (BatchNorm has no DST_RSTD form)" : ", _XHAT_STD or _DST_RSTD");
     if (batch_norm && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_USE_GLOBAL_STATS)))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "desc.flags = 0x%x: the flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x) and "
@@ -1605,9 +1621,11 @@ static void nbwd__write_params(void *out, int pdt, const float *v, int64_t n, in
 static void nbwd__stats(int form, int sdt, float eps, const void *mean, int64_t mi, const void *spread, int64_t si,
                         float *xm, float *xs, float *rstd) {
     double s = nbwd__load(spread, si, sdt);
-    if (form == NBWD_STATS_XHAT_STD) {
-        *xm = 0.0f; *xs = 1.0f; /* the input already is xhat: (xhat - 0) * 1 is exact */
-        *rstd = (float)(1.0 / s);
+    if (!nbwd__has_mean(form)) {
+        /* the kernels' input already is xhat (DST_RSTD: made from dst on the
+           way in): (xhat - 0) * 1 is exact */
+        *xm = 0.0f; *xs = 1.0f;
+        *rstd = form == NBWD_STATS_DST_RSTD ? (float)s : (float)(1.0 / s);
         return;
     }
     *xm = mean ? nbwd__load(mean, mi, sdt) : 0.0f; /* RMSNorm: no mean */
@@ -1622,9 +1640,9 @@ static size_t nbwd__ws_take(size_t *total, size_t bytes) {
     return at;
 }
 
-/* Outer-index iteration over up to 5 tensors with arbitrary strides; dims
+/* Outer-index iteration over up to 6 tensors with arbitrary strides; dims
    that are contiguous for every tensor are merged first. */
-#define NBWD__MAX_T 5
+#define NBWD__MAX_T 6
 typedef struct nbwd__outer {
     int nd, nt;
     int64_t dims[NBWD_MAX_RANK];
@@ -1679,36 +1697,40 @@ static void nbwd__cursor_next(const nbwd__outer *o, nbwd__cursor *c) {
 }
 
 /* The data input and the spread statistic that a statistics form reads. */
-static const void *nbwd__x_of(int form, const void *src, const void *xhat) {
-    return form == NBWD_STATS_XHAT_STD ? xhat : src;
+static const void *nbwd__x_of(int form, const void *src, const void *xhat, const void *dst) {
+    return form == NBWD_STATS_XHAT_STD ? xhat : form == NBWD_STATS_DST_RSTD ? dst : src;
 }
 static const void *nbwd__spread_of(int form, const void *variance, const void *rstd, const void *std_) {
-    return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_MEAN_RSTD ? rstd : std_;
+    return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_XHAT_STD ? std_ : rstd;
 }
 
-static const char *nbwd__x_name(int form) { return form == NBWD_STATS_XHAT_STD ? "xhat" : "src"; }
+static const char *nbwd__x_name(int form) {
+    return form == NBWD_STATS_XHAT_STD ? "xhat" : form == NBWD_STATS_DST_RSTD ? "dst" : "src";
+}
 static const char *nbwd__spread_name(int form, int rms) {
     return form == NBWD_STATS_MEAN_VARIANCE ? (rms ? "mean_square" : "variance")
-           : form == NBWD_STATS_MEAN_RSTD   ? "rstd"
-                                            : "std";
+           : form == NBWD_STATS_XHAT_STD    ? "std"
+                                            : "rstd";
 }
 
 /* The pieces common to the operations' pointer checks (rms: RMSNorm, which
    has no mean and calls its variance mean_square). */
-static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *mean,
-                                          const void *variance, const void *rstd, const void *std_,
-                                          int64_t data_elems, int64_t stat_elems) {
-    const void *x = nbwd__x_of(form, src, xhat), *spread = nbwd__spread_of(form, variance, rstd, std_);
+static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
+                                          const void *mean, const void *variance, const void *rstd,
+                                          const void *std_, int64_t data_elems, int64_t stat_elems) {
+    const void *x = nbwd__x_of(form, src, xhat, dst), *spread = nbwd__spread_of(form, variance, rstd, std_);
     /* An input of another form given: the caller has mixed up the forms. */
-    const void *given[6];
-    const char *name[6] = {"src", "mean", "xhat", "variance", "rstd", "std"};
-    static const int needs[6] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
-                                 NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD,     NBWD_STATS_XHAT_STD};
+    const void *given[7];
+    const char *name[7] = {"src", "mean", "xhat", "variance", "rstd", "std", "dst"};
+    static const int needs[7] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_XHAT_STD,
+                                 NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD,     NBWD_STATS_XHAT_STD,
+                                 NBWD_STATS_DST_RSTD};
     int i;
     given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd; given[5] = std_;
+    given[6] = dst;
     if (rms) name[3] = "mean_square";
-    for (i = 0; i < 6; ++i) { /* src and mean belong to both mean forms */
-        int belongs = i < 2 ? form != NBWD_STATS_XHAT_STD : form == needs[i];
+    for (i = 0; i < 7; ++i) { /* src and mean belong to both mean forms, rstd to DST_RSTD too */
+        int belongs = i < 2 ? nbwd__has_mean(form) : form == needs[i] || (i == 4 && form == NBWD_STATS_DST_RSTD);
         if (given[i] && !belongs)
             return nbwd__fail(NBWD_ERR_BAD_PARAM,
                               "args.%s is set but desc.stats_form is %s, which does not read it: set stats_form = %s "
@@ -1724,7 +1746,7 @@ static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, co
     if (stat_elems > 0 && !spread)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
                           nbwd__spread_name(form, rms), nbwd__form_name_of(form, rms));
-    if (stat_elems > 0 && form != NBWD_STATS_XHAT_STD && !mean && !rms)
+    if (stat_elems > 0 && nbwd__has_mean(form) && !mean && !rms)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.mean is NULL (desc.stats_form is %s)", nbwd__form_name(form));
     return NBWD_OK;
 }
@@ -1815,18 +1837,28 @@ static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int p
 #define NBWD__LN_STAMP 0x4C4E4257u
 #define NBWD__BN_STAMP 0x424E4257u
 #define NBWD__RMS_STAMP 0x524D4257u
-static const char *const nbwd__ln_tensor[5] = {"src", "diff_dst", "diff_src", "mean", "var"};
-enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4 };
+static const char *const nbwd__ln_tensor[NBWD__MAX_T] = {"src", "diff_dst", "diff_src", "mean", "var", "diff_residual"};
+enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4, NBWD__TRES = 5 };
+/* The DST_RSTD form makes xhat from dst a few rows at a time, into at most
+   NBWD__STAGE_SLOTS slots of the workspace (one per thread at work) of about
+   NBWD__STAGE_BYTES each: rows still in the cache when the kernels read them. */
+#define NBWD__STAGE_SLOTS 64
+#define NBWD__STAGE_BYTES (64 << 10)
 
 typedef struct nbwd__ln_plan {
     int rms; /* RMSNorm: no mean, mean(g) not subtracted */
     int rank, axis, dt, sdt, pdt, form, affine, accumulate;
     float eps, gamma_offset;
     int64_t rows, n;
-    int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread */
+    int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread, residual */
     nbwd__params par;                       /* gamma, beta, diff_gamma, diff_beta */
     int64_t rows_per_block, nblocks;
-    size_t ws_gamma, ws_partials_at, ws_partials, ws_bytes;
+    /* DST_RSTD with affine: xhat made from dst, stage_rows rows at a time
+       per slot; 16-bit data goes through the f32 kernels (dy, the residual
+       and dx staged as f32 too) */
+    int stage;
+    int64_t stage_rows, stage_slots, stage_arrays;
+    size_t ws_gamma, ws_unscale, ws_stage, ws_partials_at, ws_partials, ws_bytes;
 } nbwd__ln_plan;
 
 typedef struct nbwd__ln_run {
@@ -1835,7 +1867,10 @@ typedef struct nbwd__ln_run {
     nbwd__outer outer;
     const char *x, *dy, *mean, *spread;
     char *dx;
+    const char *res;    /* diff_residual, or NULL */
     const float *gamma; /* n floats: gamma, or ones (no affine, or no dx) */
+    const float *unscale; /* DST_RSTD staging: beta, then 1 / (gamma + offset) (n floats each) */
+    char *stage;        /* DST_RSTD staging: the slots */
     float *partials;    /* [nblocks][2][n]: dy*xhat sums, then dy sums */
     int want_dx, want_dg, want_db, stream;
 } nbwd__ln_run;
@@ -1906,8 +1941,10 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     /* RMSNorm reads no mean: its mean_strides are ignored, never multiplied */
     nbwd__strides(p->axis, d->dims, rms ? NULL : d->mean_strides, p->st[NBWD__TMEAN]);
     nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__TVAR]);
+    nbwd__strides(p->rank, d->dims, d->diff_residual_strides, p->st[NBWD__TRES]);
     esz = nbwd__esize(p->dt);
-    for (t = NBWD__TX; t <= NBWD__TDX; ++t) {
+    for (t = NBWD__TX; t <= NBWD__TRES; ++t) {
+        if (t == NBWD__TMEAN || t == NBWD__TVAR) continue;
         if (!nbwd__dense_block(d->dims, p->st[t], p->axis, p->rank))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                               "desc.%s_strides: the normalized dims [%d, %d) must be dense (row-major, inner stride 1)",
@@ -1933,6 +1970,18 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     /* gamma as dense f32 for the kernels (converted, gathered, or ones
        without affine), first: a dx-only call needs no more */
     p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
+    p->stage = p->form == NBWD_STATS_DST_RSTD && p->affine;
+    if (p->stage) {
+        int64_t most = p->rows_per_block < NBWD__ROW_BATCH ? p->rows_per_block : NBWD__ROW_BATCH;
+        p->stage_arrays = p->dt == NBWD_F32 ? 1 : 4; /* xhat; 16-bit: and dy, residual, dx */
+        p->stage_rows = NBWD__STAGE_BYTES / (p->n * 4 * p->stage_arrays);
+        if (p->stage_rows > most) p->stage_rows = most;
+        if (p->stage_rows < 1) p->stage_rows = 1;
+        p->stage_slots = p->nblocks < NBWD__STAGE_SLOTS ? p->nblocks : NBWD__STAGE_SLOTS;
+        p->ws_unscale = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 8);
+        p->ws_stage = nbwd__ws_take(&p->ws_bytes, (size_t)(p->stage_slots * p->stage_rows * p->stage_arrays) *
+                                                      (size_t)p->n * 4);
+    }
     p->ws_partials_at = p->ws_bytes;
     if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
@@ -1959,64 +2008,109 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     nbwd_status s;
     int64_t total = p->rows * p->n, outer_dims[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt);
-    const void *x = nbwd__x_of(p->form, a->src, a->xhat);
+    const void *x = nbwd__x_of(p->form, a->src, a->xhat, a->dst);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
+    const char *names[10] = {"src",   "diff_dst",   "diff_src",  "mean",          "variance",
+                             "gamma", "diff_gamma", "diff_beta", "diff_residual", "beta"};
+    /* DST_RSTD makes xhat from dst with gamma (and beta) for diff_gamma too */
+    const int reads_gamma = p->affine && p->n > 0 && (a->diff_src || (p->form == NBWD_STATS_DST_RSTD && a->diff_gamma));
     names[0] = nbwd__x_name(p->form);
     names[4] = nbwd__spread_name(p->form, p->rms);
     if ((a->diff_gamma || a->diff_beta) && !p->affine)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
                           a->diff_gamma ? "diff_gamma" : "diff_beta");
-    if ((s = nbwd__check_stats_args(p->form, p->rms, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+    if ((s = nbwd__check_stats_args(p->form, p->rms, a->src, a->xhat, a->dst, a->mean, a->variance, a->rstd, a->std, total,
                                     p->rows)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
-    if (p->affine && a->diff_src && p->n > 0 && !a->gamma)
+    if (reads_gamma && !a->gamma)
         return nbwd__fail(NBWD_ERR_NULL_POINTER,
-                          "args.gamma is NULL, but desc.use_affine = 1 and diff_src is asked for (use_affine = 0 "
-                          "means gamma = 1)");
+                          "args.gamma is NULL, but desc.use_affine = 1 and %s is asked for (use_affine = 0 "
+                          "means gamma = 1)",
+                          a->diff_src ? "diff_src" : "diff_gamma in the NBWD_STATS_DST_RSTD form");
+    if (a->diff_residual && !a->diff_src)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.diff_residual is set but args.diff_src is NULL (the residual gradient is added to "
+                          "diff_src)");
     for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
     if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
         return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                           "desc.diff_src_strides make two elements of args.diff_src share an address");
 
-    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
+    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta, 8 residual, 9 beta */
     sp[0] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__TX], esz);
     sp[1] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__TDY], esz);
     sp[2] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__TDX], esz);
-    sp[3] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, p->axis, d->dims, p->st[NBWD__TMEAN], sesz);
+    sp[3] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, p->axis, d->dims, p->st[NBWD__TMEAN], sesz);
     sp[4] = nbwd__span_of(spread, p->axis, d->dims, p->st[NBWD__TVAR], sesz);
-    /* gamma is read only for diff_src; beta never: inputs not read are not checked */
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, p->affine && a->diff_src ? a->gamma : NULL, p->pdt);
+    /* gamma is read only where reads_gamma says; beta only by DST_RSTD
+       (with affine): inputs not read are not checked */
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
     sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
     sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    sp[8] = nbwd__span_of(a->diff_residual, p->rank, d->dims, p->st[NBWD__TRES], esz);
+    sp[9] = nbwd__param_span(&p->par, NBWD__PB, p->stage && reads_gamma ? a->beta : NULL, p->pdt);
     out[2] = out[6] = out[7] = 1;
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_dst, p->st[NBWD__TDY],
                                                  p->rank, d->dims);
-    return nbwd__check_alias(8, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    exact[2][8] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_residual, p->st[NBWD__TRES],
+                                                 p->rank, d->dims);
+    return nbwd__check_alias(10, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+}
+
+/* DST_RSTD with affine: xhat = (dst - beta) * (1 / (gamma + offset)) of a
+   batch's rows into the slot, then the kernels on rows in the cache. 16-bit
+   data goes through the f32 kernels: dy and the residual are widened into
+   the slot too and dx narrowed from it (one rounding, as the 16-bit kernels
+   do). Memory sees each tensor once, as in the other forms. */
+static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slot) {
+    const nbwd__ln_plan *p = r->p;
+    const int64_t n = p->n, count = batch->count, esz = (int64_t)nbwd__esize(p->dt);
+    float *xh = slot, *dy = slot + count * n, *res = dy + count * n, *dx = res + count * n;
+    int64_t i, dx_off[NBWD__ROW_BATCH];
+    for (i = 0; i < count; ++i) {
+        r->k->unscale(batch->x + batch->x_off[i] * esz, p->dt, r->unscale, r->unscale + n, xh + i * n, n);
+        batch->x_off[i] = i * n;
+    }
+    batch->x = (const char *)xh;
+    if (p->dt == NBWD_F32) {
+        r->k->ln_rows[0](batch);
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        r->k->widen((const uint16_t *)(batch->dy + batch->dy_off[i] * esz), dy + i * n, p->dt, n);
+        if (batch->res) r->k->widen((const uint16_t *)(batch->res + batch->res_off[i] * esz), res + i * n, p->dt, n);
+        dx_off[i] = batch->dx_off[i];
+        batch->dy_off[i] = batch->res_off[i] = batch->dx_off[i] = i * n;
+    }
+    batch->dy = (const char *)dy;
+    if (batch->res) batch->res = (const char *)res;
+    if (batch->dx) batch->dx = (char *)dx;
+    batch->dt = NBWD_F32;
+    batch->stream = 0;
+    r->k->ln_rows[0](batch);
+    if (r->want_dx)
+        for (i = 0; i < count; ++i) r->k->narrow(dx + i * n, (uint16_t *)(r->dx + dx_off[i] * esz), p->dt, n);
 }
 
 /* One block of rows: dx for each row, and this block's partial column sums.
-   Rows go to the kernel in batches with their offsets and statistics. */
-static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
+   Rows go to the kernel in batches with their offsets and statistics. slot:
+   the staging slot (DST_RSTD with affine), else NULL. */
+static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
+    const int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     nbwd__rows batch;
     nbwd__cursor c;
     if (end > p->rows) end = p->rows;
-    batch.x = r->x;
-    batch.dy = r->dy;
-    batch.dx = r->want_dx ? r->dx : NULL;
     batch.n = n;
-    batch.dt = p->dt;
     batch.cols.gamma = r->gamma;
     batch.rms = p->rms;
-    batch.stream = r->stream;
     /* both partials when either output is wanted: the kernels take both or
        neither, and the final reduction adds the whole block */
     batch.cols.dg = r->partials ? r->partials + b * 2 * n : NULL;
@@ -2024,8 +2118,14 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
     if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
     nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
-        batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        if (r->outer.nd == 1 && p->sdt == NBWD_F32 && p->form != NBWD_STATS_XHAT_STD) {
+        batch.x = r->x; /* (staging points them into the slot) */
+        batch.dy = r->dy;
+        batch.dx = r->want_dx ? r->dx : NULL;
+        batch.res = r->res;
+        batch.dt = p->dt;
+        batch.stream = r->stream;
+        batch.count = end - row < most ? end - row : most;
+        if (r->outer.nd == 1 && p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
             /* the common case: one (merged) outer dim, f32 statistics */
             const int64_t(*st)[NBWD_MAX_RANK] = (const int64_t(*)[NBWD_MAX_RANK])r->outer.st;
             const float *mean = (const float *)r->mean, *spread = (const float *)r->spread;
@@ -2036,6 +2136,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
                 batch.x_off[i] = q * st[NBWD__TX][0];
                 batch.dy_off[i] = q * st[NBWD__TDY][0];
                 batch.dx_off[i] = q * st[NBWD__TDX][0];
+                batch.res_off[i] = q * st[NBWD__TRES][0];
                 batch.xm[i] = mean ? mean[q * st[NBWD__TMEAN][0]] : 0.0f; /* RMSNorm: none */
                 batch.rstd[i] = spread[q * st[NBWD__TVAR][0]];
             }
@@ -2046,13 +2147,23 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b) {
                 batch.x_off[i] = c.off[NBWD__TX];
                 batch.dy_off[i] = c.off[NBWD__TDY];
                 batch.dx_off[i] = c.off[NBWD__TDX];
+                batch.res_off[i] = c.off[NBWD__TRES];
                 nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
                             &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
             }
         }
-        r->k->ln_rows[NBWD__DATA16(p->dt)](&batch);
+        if (slot) nbwd__ln_staged(r, &batch, slot);
+        else r->k->ln_rows[NBWD__DATA16(p->dt)](&batch);
         row += batch.count;
     }
+}
+/* The blocks lane, lane + lanes, ...: one lane per block, or per staging
+   slot (each block's sums stay its own: the same bits for any lanes). */
+static void nbwd__ln_lane(const nbwd__ln_run *r, int64_t lane, int64_t lanes) {
+    const nbwd__ln_plan *p = r->p;
+    float *slot = r->stage ? (float *)r->stage + lane * p->stage_rows * p->stage_arrays * p->n : NULL;
+    int64_t b;
+    for (b = lane; b < p->nblocks; b += lanes) nbwd__ln_block(r, b, slot);
 }
 
 /* rms: RMSNorm, its arguments in LayerNorm's struct (mean NULL, variance
@@ -2064,7 +2175,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     nbwd_status s;
     void *owned;
     char *ws;
-    int64_t n, j, b;
+    int64_t n, j, b, lanes;
     size_t own;
     int threads;
     if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK) return s;
@@ -2076,7 +2187,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
        workspace at all */
     own = p.ws_bytes;
     if (!args->diff_gamma && !args->diff_beta)
-        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f
+        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f && !p.stage
                   ? 0
                   : p.ws_partials_at + NBWD__WS_ALIGN;
     if (p.rows == 0 || p.n == 0 || (!args->diff_src && !args->diff_gamma && !args->diff_beta))
@@ -2095,9 +2206,13 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
         }
     }
     if (p.rows > 0 && n > 0 && (r.want_dx || r.want_dg || r.want_db)) {
-        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat);
+        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat, args->dst);
         r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
+        r.res = (const char *)args->diff_residual;
+        /* no residual: its strides copy diff_src's, never keeping the
+           outer dims from merging */
+        if (!r.res) memcpy(p.st[NBWD__TRES], p.st[NBWD__TDX], sizeof p.st[NBWD__TDX]);
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         /* gamma (+ offset) enters only the sums, which only dx needs: ones
@@ -2114,10 +2229,25 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
             r.gamma = g;
         }
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
+        /* DST_RSTD: xhat is made from dst where it is used (diff_src,
+           diff_gamma); diff_beta alone needs none */
+        if (p.stage && (r.want_dx || r.want_dg)) {
+            float *beta = (float *)(ws + p.ws_unscale), *inv = beta + n;
+            for (j = 0; j < n; ++j) {
+                float ge = nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt) + p.gamma_offset;
+                beta[j] = args->beta ? nbwd__load(args->beta, nbwd__param_off(&p.par, NBWD__PB, j), p.pdt) : 0.0f;
+                /* a zero (or subnormal) scale leaves no trace of xhat in dst:
+                   taken as 0 there (a NaN or infinite dst stays NaN) */
+                inv[j] = (ge < 0.0f ? -ge : ge) >= 1.17549435e-38f ? 1.0f / ge : 0.0f; /* FLT_MIN */
+            }
+            r.unscale = beta;
+            r.stage = ws + p.ws_stage;
+        }
         nbwd__outer_init(&r.outer, p.axis, desc->dims, NBWD__MAX_T, p.st);
         r.stream = r.want_dx && (double)p.rows * (double)n * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
-        threads = nbwd__pick_threads(desc->num_threads, p.rows * n, p.nblocks);
-        NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__ln_block(&r, b));
+        lanes = r.stage ? p.stage_slots : p.nblocks;
+        threads = nbwd__pick_threads(desc->num_threads, p.rows * n, lanes);
+        NBWD__PARALLEL_FOR(threads, b, lanes, nbwd__ln_lane(&r, b, lanes));
         if (r.want_dg || r.want_db) {
             nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * n, desc->num_threads);
             if (r.want_dg) nbwd__write_params_at(&p.par, NBWD__PDG, args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
@@ -2190,6 +2320,7 @@ static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_a
     la->src = a->src; la->xhat = a->xhat; la->diff_dst = a->diff_dst;
     la->variance = a->mean_square; la->rstd = a->rstd; la->std = a->std; la->gamma = a->gamma;
     la->diff_src = a->diff_src; la->diff_gamma = a->diff_gamma; la->diff_beta = a->diff_beta;
+    la->beta = a->beta; la->dst = a->dst; la->diff_residual = a->diff_residual;
     return la;
 }
 /* The LayerNorm and RMSNorm entry points: the call, its status and message,
@@ -2362,7 +2493,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     nbwd_status s;
     int64_t total = p->M * p->C, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt);
-    const void *x = nbwd__x_of(p->form, a->src, a->xhat);
+    const void *x = nbwd__x_of(p->form, a->src, a->xhat, NULL);
     const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
@@ -2373,7 +2504,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set without args.%s: BatchNorm computes both or neither",
                           a->diff_gamma ? "diff_gamma" : "diff_beta", a->diff_gamma ? "diff_beta" : "diff_gamma");
-    if ((s = nbwd__check_stats_args(p->form, 0, a->src, a->xhat, a->mean, a->variance, a->rstd, a->std, total,
+    if ((s = nbwd__check_stats_args(p->form, 0, a->src, a->xhat, NULL, a->mean, a->variance, a->rstd, a->std, total,
                                     p->C)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
@@ -2659,7 +2790,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
         const void *spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
-        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat);
+        r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat, NULL);
         r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
         r.xm = (float *)(ws + p.ws_coef);
@@ -2911,17 +3042,24 @@ NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, i
         NBWD__K(nbwd__store)(cols.db + i, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(cols.db + i, lanes)), 0);
     }
 }
+/* dx plus the residual gradient's vector at element i of res (res NULL:
+   none): added in f32, before any narrowing */
+NBWD__KFN NBWD__V NBWD__K(nbwd__plus_res)(NBWD__V dx, const void *res, int dt, int64_t i, int lanes) {
+    return res ? NBWD__V_ADD(dx, NBWD__K(nbwd__load_data)(res, i, lanes, dt)) : dx;
+}
 /* dx of one vector at element i (not stored): from the kept g and xhat,
-   or from x and dy. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
+   or from x and dy; plus res's vector. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, const void *res, int dt, int64_t i, int lanes,
                                        const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
                                        const float *keep) {
     NBWD__V vdy, xh;
     if (keep)
-        return NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes));
+        return NBWD__K(nbwd__plus_res)(
+            NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes)),
+            res, dt, i, lanes);
     vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
-    return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
+    return NBWD__K(nbwd__plus_res)(NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh), res, dt, i, lanes);
 }
 /* gamma's vector at element i (zeros, unused, without gamma) */
 NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
@@ -2983,29 +3121,29 @@ NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, 
     NBWD__K(nbwd__sums_out)(&s, sums);
 }
 
-/* dx of [i, end) of a row: bf16 pairs of vectors, whole vectors, then a
-   partial one (or none); the vectors that end by stream_end non-temporally
-   (dx + i 64-byte aligned then). */
-NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
-                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
-                                         int has_gamma, const float *keep) {
+/* dx (plus res, or NULL) of [i, end) of a row: bf16 pairs of vectors,
+   whole vectors, then a partial one (or none); the vectors that end by
+   stream_end non-temporally (dx + i 64-byte aligned then). */
+NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, const void *res, void *dx, int dt, int64_t i,
+                                         int64_t end, int64_t stream_end, const NBWD__K(nbwd__coef) *c,
+                                         nbwd__cols cols, int has_gamma, const float *keep) {
     for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
         NBWD__K(nbwd__store_pair)(
             dx, i, dt,
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+            NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, NBWD__VW, c, has_gamma,
                                  NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
+            NBWD__K(nbwd__dx_at)(x, dy, res, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
                                  NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
             i + 2 * NBWD__VW <= stream_end);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
         NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                  NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, NBWD__VW, c, has_gamma,
                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
                                   i + NBWD__VW <= stream_end);
     if (i < end) {
         int lanes = (int)(end - i);
         NBWD__K(nbwd__store_data)(dx, i, lanes, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
+                                  NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, lanes, c, has_gamma,
                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
                                   0);
     }
@@ -3013,13 +3151,13 @@ NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx
 /* dx of one row; stream: its whole 64-byte lines non-temporally (not
    fenced), the rest with ordinary stores: up to the first whole line, then
    from there. */
-NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, const void *res, void *dx, int dt, int64_t n,
                                         const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
                                         const float *keep, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
-    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
+    NBWD__K(nbwd__apply_span)(x, dy, res, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
+    NBWD__K(nbwd__apply_span)(x, dy, res, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
 }
 
 /* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
@@ -3028,8 +3166,9 @@ NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, void *dx,
    comes from the cache: one pass over memory keeps the loads in flight
    while the arithmetic runs. stream: row a's whole lines non-temporally
    when its dx starts a line (else ordinary stores). keep (or NULL): row a's
-   g and xhat, which row b's replace. */
-NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
+   g and xhat, which row b's replace. resa (or NULL): row a's residual. */
+NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, const void *resa, void *dxa,
+                                         const NBWD__K(nbwd__coef) *ca,
                                          const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
                                          float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
                                          int stream) {
@@ -3049,17 +3188,18 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *
         if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
         if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
-            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
-                                      st);
+            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt,
+                                      NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, NBWD__VW, ca, 1, g0, NULL), st);
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
             NBWD__K(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
-                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
+                                      NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL),
+                                      st);
             continue;
         }
         /* row a's dx first: with keep, row b's g and xhat replace row a's;
            bf16 stores the pair in one go */
-        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
-        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
+        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, NBWD__VW, ca, 1, g0, keep);
+        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
         NBWD__K(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
@@ -3067,7 +3207,7 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *
     for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
         int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
         NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
-        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
+        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, lanes, ca, 1, g, keep);
         if (lanes == NBWD__VW)
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
         else
@@ -3093,13 +3233,15 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols
                                     r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__K(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
+                                  r->res ? r->res + r->res_off[i - 1] * esz : NULL, r->dx + r->dx_off[i - 1] * esz,
+                                  &ca, r->x + r->x_off[i] * esz,
                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
     }
     i = r->count - 1;
     ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
-    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
-                             n, &ca, cols, 1, keep, r->stream);
+    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz,
+                             r->res ? r->res + r->res_off[i] * esz : NULL, r->dx + r->dx_off[i] * esz, dt, n, &ca,
+                             cols, 1, keep, r->stream);
     if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
 }
 
@@ -3158,6 +3300,7 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
         });
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
+            const char *res = r->res ? r->res + r->res_off[i] * esz : NULL;
             float sums[2];
             int64_t nt_begin = 0, nt_end = 0;
             int whole; /* the row is whole lines: every vector non-temporal */
@@ -3167,7 +3310,9 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
             if (r->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
-            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
+            NBWD__EACH_VEC(v, {
+                out[v] = NBWD__K(nbwd__plus_res)(NBWD__DX(&c, g[v], xh[v]), res, dt, v * NBWD__VW, NBWD__LANES(v));
+            });
             if (paired >= 2) NBWD__K(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
             if (paired >= 4) NBWD__K(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v, {
@@ -3212,12 +3357,16 @@ NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, i
     for (i = r0; i < r1; ++i) {
         const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
         float *dx = (float *)r->dx + r->dx_off[i] + j;
+        const float *res = r->res ? (const float *)r->res + r->res_off[i] + j : NULL;
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
         int nt = stream && (uintptr_t)dx % 64 == 0;
         NBWD__EACH_VEC(v, {
             NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
             NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
-            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
+            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v),
+                                 NBWD__K(nbwd__plus_res)(NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), res, NBWD_F32,
+                                                         v * NBWD__VW, NBWD__LANES(v)),
+                                 nt);
             cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
             cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
         });
@@ -3401,7 +3550,7 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     int64_t i, esz = (int64_t)nbwd__esize(dt);
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
-        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
+        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz, NULL,
                                  p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
     }
 }
@@ -3504,6 +3653,17 @@ static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd
     for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
 }
 static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
+/* xhat from the forward output: (y - beta) * inv, no FMA (every path's
+   bits are the scalar code's) */
+static NBWD__KTARGET void NBWD__K(nbwd__unscale)(const void *y, int dt, const float *beta, const float *inv,
+                                                 float *out, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i += NBWD__VW) {
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__V v = NBWD__V_SUB(NBWD__K(nbwd__load_data)(y, i, lanes, dt), NBWD__K(nbwd__load)(beta + i, lanes));
+        NBWD__K(nbwd__store)(out + i, lanes, NBWD__V_MUL(v, NBWD__K(nbwd__load)(inv + i, lanes)), 0);
+    }
+}
 #endif
 
 /* The kernel table: the 16-bit kernels and the narrowing of this path, the
@@ -3528,6 +3688,7 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
     NBWD__KF32(nbwd__rstd),
     NBWD__KF32(nbwd__widen),
     NBWD__K(nbwd__narrow),
+    NBWD__KF32(nbwd__unscale),
     NBWD__KF32(nbwd__fence)};
 #undef NBWD__KF32
 #undef NBWD__K16

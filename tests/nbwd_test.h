@@ -272,6 +272,11 @@ void ref_rms_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form f
                       ref_tensor dy, ref_tensor spread, ref_tensor gamma, ref_out out);
 /* mean(x^2) per row, float64 */
 void ref_rms_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x, double *mean_square);
+/* LayerNorm (rms 0) or RMSNorm backward from the forward output y and rstd:
+   xhat = (y - beta) / gamma (gamma: the effective scale, NULL p: 1; beta NULL
+   p: 0), 0 where |gamma| < FLT_MIN */
+void ref_norm_dst_bwd(int rms, int rank, const int64_t *dims, int axis, ref_tensor y, ref_tensor dy,
+                      ref_tensor rstd, ref_tensor gamma, ref_tensor beta, ref_out out);
 /* y = x / sqrt(mean(x^2) + eps) * gamma (gamma NULL: 1); dense double */
 void ref_rms_norm_fwd(int rank, const int64_t *dims, int axis, double eps, const double *x, const double *gamma,
                       double *y);

@@ -76,16 +76,24 @@ static int64_t ref_count(const int64_t *dims, int from, int to) {
 
 static double ref_rstd(nbwd_stats_form form, double spread, double eps) {
     if (form == NBWD_STATS_MEAN_VARIANCE) return 1.0 / sqrt(spread + eps);
-    if (form == NBWD_STATS_MEAN_RSTD) return spread;
+    if (form == NBWD_STATS_MEAN_RSTD || form == NBWD_STATS_DST_RSTD) return spread;
     return 1.0 / spread; /* XHAT_STD: spread is std = sqrt(var + eps) */
 }
 
 /* ---------------------------------------------------------- LayerNorm */
+/* xhat from the forward output y = xhat * gamma + beta, as documented: a
+   scale under FLT_MIN in magnitude (0 or subnormal) leaves no trace of
+   xhat, which is then taken as 0 (times y - beta, so NaN stays NaN) */
+static double ref_unscale(double y, double gamma, double beta) {
+    return fabs(gamma) < 1.17549435082228751e-38 ? (y - beta) * 0.0 : (y - beta) / gamma;
+}
+
 /* rms: RMSNorm (mean 0 and no mean(g) term); spread in the first form is the
-   mean square */
+   mean square. The DST_RSTD form: x is the forward output, beta (p NULL: 0)
+   its bias, gamma the effective scale. */
 static void ref_norm_rows_bwd(int rms, int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps,
                               ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
-                              ref_out out) {
+                              ref_tensor beta, ref_out out) {
     int64_t rows = ref_count(dims, 0, axis), n = ref_count(dims, axis, rank), r, i;
     double *xh = NULL, *g = NULL, *dg_abs = NULL, *db_abs = NULL;
     ref_cursor cx, cdy, cm, cs;
@@ -108,12 +116,16 @@ static void ref_norm_rows_bwd(int rms, int rank, const int64_t *dims, int axis, 
     }
     for (r = 0; r < rows && n > 0; ++r) {
         double m = 0.0, rstd, sg = 0.0, sgx = 0.0, sag = 0.0, sagx = 0.0, mg, mgx, mag, magx;
-        if (form != NBWD_STATS_XHAT_STD && !rms) m = ref_load(mean.p, mean.dt, cm.off);
+        if ((form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD) && !rms)
+            m = ref_load(mean.p, mean.dt, cm.off);
         rstd = ref_rstd(form, ref_load(spread.p, spread.dt, cs.off), eps);
         for (i = 0; i < n; ++i) {
             double xv = ref_load(x.p, x.dt, cx.off), d = ref_load(dy.p, dy.dt, cdy.off);
             double gm = gamma.p ? ref_load(gamma.p, gamma.dt, i) : 1.0;
-            xh[i] = form == NBWD_STATS_XHAT_STD ? xv : (xv - m) * rstd;
+            xh[i] = form == NBWD_STATS_XHAT_STD ? xv
+                    : form == NBWD_STATS_DST_RSTD
+                        ? ref_unscale(xv, gm, beta.p ? ref_load(beta.p, beta.dt, i) : 0.0)
+                        : (xv - m) * rstd;
             g[i] = d * gm;
             sg += g[i];
             sgx += g[i] * xh[i];
@@ -154,13 +166,21 @@ static void ref_norm_rows_bwd(int rms, int rank, const int64_t *dims, int axis, 
 
 void ref_layer_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
                         ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma, ref_out out) {
-    ref_norm_rows_bwd(0, rank, dims, axis, form, eps, x, dy, mean, spread, gamma, out);
+    ref_tensor none;
+    none.p = NULL; none.dt = T_F64; none.strides = NULL;
+    ref_norm_rows_bwd(0, rank, dims, axis, form, eps, x, dy, mean, spread, gamma, none, out);
 }
 void ref_rms_norm_bwd(int rank, const int64_t *dims, int axis, nbwd_stats_form form, double eps, ref_tensor x,
                       ref_tensor dy, ref_tensor spread, ref_tensor gamma, ref_out out) {
     ref_tensor none;
     none.p = NULL; none.dt = T_F64; none.strides = NULL;
-    ref_norm_rows_bwd(1, rank, dims, axis, form, eps, x, dy, none, spread, gamma, out);
+    ref_norm_rows_bwd(1, rank, dims, axis, form, eps, x, dy, none, spread, gamma, none, out);
+}
+void ref_norm_dst_bwd(int rms, int rank, const int64_t *dims, int axis, ref_tensor y, ref_tensor dy,
+                      ref_tensor rstd, ref_tensor gamma, ref_tensor beta, ref_out out) {
+    ref_tensor none;
+    none.p = NULL; none.dt = T_F64; none.strides = NULL;
+    ref_norm_rows_bwd(rms, rank, dims, axis, NBWD_STATS_DST_RSTD, 0.0, y, dy, none, rstd, gamma, beta, out);
 }
 
 void ref_rms_norm_stats(int rank, const int64_t *dims, int axis, ref_tensor x, double *mean_square) {

@@ -11,6 +11,8 @@ enum { O_DX = 1, O_DG = 2, O_DB = 4, O_ALL = 7 };
 enum { L_DENSE = 0, L_PADDED = 1, L_NEGATIVE = 2, L_ZERO = 3, L_NEG_OUT = 4 };
 enum { D_NORMAL = 0, D_BIG_MEAN = 1, D_CONSTANT = 2, D_CONSISTENT = 3, D_GAMMA1 = 4 };
 enum { IP_NONE = 0, IP_DY = 1, IP_X = 2 };
+/* args.diff_residual: none, a tensor of its own, or diff_src itself (accumulate in place) */
+enum { RES_NONE = 0, RES_OWN = 1, RES_INPLACE = 2 };
 
 typedef struct ln_cfg {
     int rank;
@@ -31,6 +33,9 @@ typedef struct ln_cfg {
     int invariants;
     float gamma_offset; /* desc.gamma_offset */
     int rms;            /* RMSNorm: nbwd_rms_norm_bwd, no mean */
+    int residual;       /* RES_*: args.diff_residual added to diff_src */
+    int no_beta;        /* DST_RSTD form: args.beta NULL (the forward had no bias) */
+    int zero_gamma;     /* some gamma + gamma_offset exactly 0 or subnormal */
     uint64_t seed;
 } ln_cfg;
 
@@ -53,12 +58,13 @@ static void ln_describe(const ln_cfg *c, char *buf, size_t size) {
         k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", d ? "x" : "", (long long)c->dims[d]);
     snprintf(buf, size,
              "%s dims=%s axis=%lld form=%s dt=%s/%s/%s affine=%d offset=%g out=%s%s%s layout=%d inplace=%d acc=%d "
-             "eps=%g data=%d threads=%d ws=%d seed=%llu isa=%s",
+             "eps=%g data=%d threads=%d ws=%d res=%d nobeta=%d zerog=%d seed=%llu isa=%s",
              c->rms ? "RMS" : "LN", c->rank ? dims : "()", (long long)c->axis, t_form_name(c->form), t_dtype_name(c->dt),
              t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->affine, (double)c->gamma_offset,
              c->outputs & O_DX ? "dx" : "",
              c->outputs & O_DG ? "+dg" : "", c->outputs & O_DB ? "+db" : "", c->layout, c->inplace, c->accumulate,
-             (double)c->eps, c->data, c->threads, c->caller_ws, (unsigned long long)c->seed,
+             (double)c->eps, c->data, c->threads, c->caller_ws, c->residual, c->no_beta, c->zero_gamma,
+             (unsigned long long)c->seed,
              nbwd_isa_name(g_test_isa));
 }
 
@@ -68,21 +74,22 @@ static int ln_run(const ln_cfg *c) {
     int axis = (int)(c->axis < 0 ? c->axis + c->rank : c->axis), d, ok = 1;
     int64_t rows = 1, n = 1, r, i, total;
     int64_t st_x[NBWD_MAX_RANK], st_dy[NBWD_MAX_RANK], st_dx[NBWD_MAX_RANK], st_m[NBWD_MAX_RANK],
-        st_v[NBWD_MAX_RANK];
+        st_v[NBWD_MAX_RANK], st_res[NBWD_MAX_RANK];
     int want_dx = (c->outputs & O_DX) != 0, want_dg = (c->outputs & O_DG) != 0, want_db = (c->outputs & O_DB) != 0;
     int strided = c->layout != L_DENSE;
-    t_buf bx, bdy, bdx, bm, bv, bg, bb, bdg, bdb, bgs, *pdx = NULL;
+    t_buf bx, bdy, bdx, bm, bv, bg, bb, bdg, bdb, bgs, bres, *pdx = NULL;
+    const int dst_form = c->form == NBWD_STATS_DST_RSTD, mean_form = !dst_form && c->form != NBWD_STATS_XHAT_STD;
     /* strided layouts give the parameter tensors (shape dims[axis..rank))
        strides of their own; bg stays dense for the reference, bgs is the
        strided gamma the call reads */
     int pstrided = strided && c->layout != L_ZERO, nn = c->rank - axis;
     int64_t st_g[NBWD_MAX_RANK], st_b[NBWD_MAX_RANK], st_dg[NBWD_MAX_RANK], st_db[NBWD_MAX_RANK];
     double *gamma_eff = NULL, *xd = NULL, *mean = NULL, *var = NULL, *rdx = NULL, *rdx_tol = NULL, *rdg = NULL, *rdg_tol = NULL,
-           *rdb = NULL, *rdb_tol = NULL, *prev_dg = NULL, *prev_db = NULL;
-    t_snap s_x, s_dy, s_m, s_v, s_g, s_b, s_dg, s_db;
+           *rdb = NULL, *rdb_tol = NULL, *prev_dg = NULL, *prev_db = NULL, *res_d = NULL, *beta_d = NULL;
+    t_snap s_x, s_dy, s_m, s_v, s_g, s_b, s_dg, s_db, s_res;
     t_rng rng;
     ref_out ro;
-    ref_tensor tx, tdy, tm, tv, tg;
+    ref_tensor tx, tdy, tm, tv, tg, tb;
     nbwd_layer_norm_bwd_desc desc;
     nbwd_layer_norm_bwd_args args;
     nbwd_rms_norm_bwd_args rargs;
@@ -102,6 +109,7 @@ static int ln_run(const ln_cfg *c) {
     t_padded_strides(c->rank, c->dims, axis, strided ? 3 : 0, st_x);
     t_padded_strides(c->rank, c->dims, axis, strided ? 1 : 0, st_dy);
     t_padded_strides(c->rank, c->dims, axis, strided ? 5 : 0, st_dx);
+    t_padded_strides(c->rank, c->dims, axis, strided ? 4 : 0, st_res);
     t_padded_strides(axis, c->dims, axis, strided ? 1 : 0, st_m);
     t_padded_strides(axis, c->dims, axis, strided ? 2 : 0, st_v);
     if (!strided) { /* dense: strides of stats must be dense too */
@@ -121,6 +129,7 @@ static int ln_run(const ln_cfg *c) {
     }
     if (c->inplace == IP_DY) memcpy(st_dx, st_dy, sizeof st_dx);
     if (c->inplace == IP_X) memcpy(st_dx, st_x, sizeof st_dx);
+    if (c->residual == RES_INPLACE) memcpy(st_res, st_dx, sizeof st_res);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 2 : 0, st_g);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 1 : 0, st_b);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 3 : 0, st_dg);
@@ -134,7 +143,7 @@ static int ln_run(const ln_cfg *c) {
         !t_buf_alloc(&bm, axis, c->dims, st_m, c->sdt) || !t_buf_alloc(&bv, axis, c->dims, st_v, c->sdt) ||
         !t_buf_alloc(&bg, 1, &n, NULL, c->pdt) || !t_buf_alloc(&bgs, nn, c->dims + axis, st_g, c->pdt) ||
         !t_buf_alloc(&bb, nn, c->dims + axis, st_b, c->pdt) || !t_buf_alloc(&bdg, nn, c->dims + axis, st_dg, c->pdt) ||
-        !t_buf_alloc(&bdb, nn, c->dims + axis, st_db, c->pdt)) {
+        !t_buf_alloc(&bdb, nn, c->dims + axis, st_db, c->pdt) || !t_buf_alloc(&bres, c->rank, c->dims, st_res, c->dt)) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
@@ -142,6 +151,7 @@ static int ln_run(const ln_cfg *c) {
     if (want_dx) {
         if (c->inplace == IP_DY) pdx = &bdy;
         else if (c->inplace == IP_X) pdx = &bx;
+        else if (c->residual == RES_INPLACE) pdx = &bres;
         else {
             if (!t_buf_alloc(&bdx, c->rank, c->dims, st_dx, c->dt)) { fprintf(stderr, "out of memory\n"); exit(2); }
             pdx = &bdx;
@@ -169,11 +179,14 @@ static int ln_run(const ln_cfg *c) {
     }
     t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
     for (i = 0; i < n; ++i) {
-        t_buf_set(&bgs, i, t_buf_set(&bg, i, c->data == D_GAMMA1 || c->data == D_CONSISTENT
-                                                 ? 1.0
-                                                 : 1.0 + 0.5 * t_rng_normal(&rng)));
+        double gv = c->data == D_GAMMA1 || c->data == D_CONSISTENT ? 1.0 : 1.0 + 0.5 * t_rng_normal(&rng);
+        /* a scale of exactly 0, or subnormal: xhat cannot come back from dst there */
+        if (c->zero_gamma && i % 5 == 2) gv = -(double)c->gamma_offset;
+        if (c->zero_gamma && i % 7 == 3 && c->gamma_offset == 0.0f) gv = 1e-39;
+        t_buf_set(&bgs, i, t_buf_set(&bg, i, gv));
         t_buf_set(&bb, i, t_rng_normal(&rng));
     }
+    if (c->residual != RES_NONE) t_buf_fill_normal(&bres, &rng, 0.0, 1.0);
     /* statistics from the rounded x, in float64, then rounded to their dtype */
     mean = (double *)t_xmalloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
     var = (double *)t_xmalloc((size_t)(rows > 0 ? rows : 1) * sizeof(double));
@@ -196,13 +209,30 @@ static int ln_run(const ln_cfg *c) {
         free(xd);
         xd = NULL;
     }
+    if (dst_form && total > 0) {
+        /* the input becomes the forward output y = xhat * (gamma + offset)
+           + beta, from a copy of x, rounded to the data type */
+        xd = (double *)t_xmalloc((size_t)total * sizeof(double));
+        t_buf_to_dense(&bx, xd);
+        for (r = 0; r < rows; ++r) {
+            double rs = 1.0 / sqrt(var[r] + (double)c->eps);
+            for (i = 0; i < n; ++i) {
+                double ge = c->affine ? t_buf_get(&bg, i) + (double)c->gamma_offset : 1.0;
+                double be = c->affine && !c->no_beta ? t_buf_get(&bb, i) : 0.0;
+                xd[r * n + i] = (xd[r * n + i] - mean[r]) * rs * ge + be;
+            }
+        }
+        t_buf_from_dense(&bx, xd);
+        free(xd);
+        xd = NULL;
+    }
     for (r = 0; r < rows; ++r) {
         double spread;
         if (c->form == NBWD_STATS_MEAN_VARIANCE) spread = var[r];
-        else if (c->form == NBWD_STATS_MEAN_RSTD)
+        else if (c->form == NBWD_STATS_MEAN_RSTD || dst_form)
             spread = c->data == D_CONSISTENT ? 1.0 / sqrt(var[r]) : 1.0 / sqrt(var[r] + (double)c->eps);
         else spread = sqrt(var[r] + (double)c->eps);
-        if (c->form != NBWD_STATS_XHAT_STD && !c->rms) t_buf_set(&bm, r, mean[r]);
+        if (mean_form && !c->rms) t_buf_set(&bm, r, mean[r]);
         t_buf_set(&bv, r, spread);
     }
     /* previous values of the parameter gradients (accumulate mode) */
@@ -236,9 +266,26 @@ static int ln_run(const ln_cfg *c) {
         for (i = 0; i < n; ++i) gamma_eff[i] = t_buf_get(&bg, i) + (double)c->gamma_offset;
         tg.p = gamma_eff; tg.dt = T_F64;
     }
-    if (c->rms) ref_rms_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tv, tg, ro);
+    tb.p = NULL; tb.dt = T_F64; tb.strides = NULL;
+    if (dst_form && c->affine && !c->no_beta) {
+        beta_d = (double *)t_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+        for (i = 0; i < n; ++i) beta_d[i] = t_buf_get(&bb, i);
+        tb.p = beta_d;
+    }
+    if (dst_form) ref_norm_dst_bwd(c->rms, c->rank, c->dims, axis, tx, tdy, tv, tg, tb, ro);
+    else if (c->rms) ref_rms_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tv, tg, ro);
     else ref_layer_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
     free(gamma_eff);
+    free(beta_d);
+    if (c->residual != RES_NONE && want_dx && total > 0) { /* dx + the residual gradient, one more rounding */
+        res_d = (double *)t_xmalloc((size_t)total * sizeof(double));
+        t_buf_to_dense(&bres, res_d);
+        for (i = 0; i < total; ++i) {
+            rdx[i] += res_d[i];
+            rdx_tol[i] += 2.0 * T_U * (fabs(rdx[i]) + fabs(res_d[i]));
+        }
+        free(res_d);
+    }
     for (i = 0; i < n; ++i) {
         rdg[i] += prev_dg[i];
         rdb[i] += prev_db[i];
@@ -267,6 +314,7 @@ static int ln_run(const ln_cfg *c) {
         desc.mean_strides = bm.strides;
         desc.var_strides = bv.strides;
     }
+    if (strided || c->residual == RES_INPLACE) desc.diff_residual_strides = bres.strides;
     if (pstrided) {
         desc.gamma_strides = bgs.strides;
         desc.beta_strides = bb.strides;
@@ -277,16 +325,18 @@ static int ln_run(const ln_cfg *c) {
     {
         int ne = c->null_empty && total == 0, nr = c->null_empty && rows == 0, nn0 = c->null_empty && n == 0;
         if (c->form == NBWD_STATS_XHAT_STD) args.xhat = ne ? NULL : bx.base;
+        else if (dst_form) args.dst = ne ? NULL : bx.base;
         else args.src = ne ? NULL : bx.base;
         args.diff_dst = ne ? NULL : bdy.base;
-        if (c->form != NBWD_STATS_XHAT_STD) args.mean = nr ? NULL : bm.base;
+        if (mean_form) args.mean = nr ? NULL : bm.base;
         if (c->form == NBWD_STATS_MEAN_VARIANCE) args.variance = nr ? NULL : bv.base;
-        else if (c->form == NBWD_STATS_MEAN_RSTD) args.rstd = nr ? NULL : bv.base;
+        else if (c->form == NBWD_STATS_MEAN_RSTD || dst_form) args.rstd = nr ? NULL : bv.base;
         else args.std = nr ? NULL : bv.base;
         if (c->affine) {
             args.gamma = nn0 ? NULL : bgs.base;
-            args.beta = nn0 ? NULL : bb.base;
+            args.beta = nn0 || c->no_beta ? NULL : bb.base;
         }
+        if (c->residual != RES_NONE && want_dx) args.diff_residual = ne ? NULL : bres.base;
         args.diff_src = pdx && !ne ? pdx->base : NULL;
         args.diff_gamma = want_dg && !nn0 ? bdg.base : NULL;
         args.diff_beta = want_db && !nn0 ? bdb.base : NULL;
@@ -296,9 +346,11 @@ static int ln_run(const ln_cfg *c) {
         rargs.src = args.src; rargs.xhat = args.xhat; rargs.diff_dst = args.diff_dst;
         rargs.mean_square = args.variance; rargs.rstd = args.rstd; rargs.std = args.std; rargs.gamma = args.gamma;
         rargs.diff_src = args.diff_src; rargs.diff_gamma = args.diff_gamma; rargs.diff_beta = args.diff_beta;
+        rargs.beta = args.beta; rargs.dst = args.dst; rargs.diff_residual = args.diff_residual;
     }
     s_x = t_snap_take(&bx); s_dy = t_snap_take(&bdy); s_m = t_snap_take(&bm); s_v = t_snap_take(&bv);
     s_g = t_snap_take(&bgs); s_b = t_snap_take(&bb); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
+    s_res = t_snap_take(&bres);
     allocs0 = t_hook_allocs();
     frees0 = t_hook_frees();
     if (c->caller_ws) {
@@ -330,6 +382,7 @@ static int ln_run(const ln_cfg *c) {
                     "diff_gamma/diff_beta: a byte outside their elements was written");
         if (c->inplace != IP_X) ok &= CHECK(t_snap_same(&s_x, &bx), "src/xhat was modified");
         if (c->inplace != IP_DY) ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
+        if (c->residual != RES_INPLACE) ok &= CHECK(t_snap_same(&s_res, &bres), "diff_residual was modified");
         ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv), "statistics were modified");
         ok &= CHECK(t_snap_same(&s_g, &bgs) && t_snap_same(&s_b, &bb), "gamma/beta were modified");
     }
@@ -365,11 +418,11 @@ static int ln_run(const ln_cfg *c) {
 
     if (ws) free(ws);
     t_snap_free(&s_x); t_snap_free(&s_dy); t_snap_free(&s_m); t_snap_free(&s_v); t_snap_free(&s_g);
-    t_snap_free(&s_b); t_snap_free(&s_dg); t_snap_free(&s_db);
+    t_snap_free(&s_b); t_snap_free(&s_dg); t_snap_free(&s_db); t_snap_free(&s_res);
     free(mean); free(var); free(rdx); free(rdx_tol); free(rdg); free(rdg_tol); free(rdb); free(rdb_tol);
     free(prev_dg); free(prev_db);
     t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bm); t_buf_free(&bv); t_buf_free(&bg); t_buf_free(&bb);
-    t_buf_free(&bdg); t_buf_free(&bdb); t_buf_free(&bgs);
+    t_buf_free(&bdg); t_buf_free(&bdb); t_buf_free(&bgs); t_buf_free(&bres);
     if (bdx.alloc) t_buf_free(&bdx);
     return ok && g_fail == fails0;
 }
@@ -1098,12 +1151,143 @@ static void rms_cases(void) {
     }
 }
 
+/* 14. The residual gradient fused into diff_src and the backward from the
+   forward output (DST_RSTD), for LayerNorm and RMSNorm: every dtype
+   combination, the row lengths of every kernel (narrow rows, 16-bit rows
+   kept in f32, long rows), both residual modes (a tensor of its own, and
+   diff_src itself), strides, ranks and axes, in-place, accumulate,
+   gamma_offset, threads, a bias or none, a zero or subnormal scale, large
+   (the sweep, streaming stores); then the refusals. */
+static void ln_residual_dst(void) {
+    static const int64_t lens[] = {3, 16, 24, 33, 64, 100, 1000, 1025, 4097};
+    int op, k, li, m;
+    for (op = 0; op < 2; ++op)
+        for (k = 0; k < N_COMBOS; ++k)
+            for (m = 0; m < 6; ++m) {
+                ln_cfg c;
+                if (g_quick && (k + m) % 3) continue;
+                ln_defaults(&c);
+                c.rms = op;
+                set_dims(&c, 2, 7, 37, 0, 0);
+                c.form = m < 3 ? NBWD_STATS_DST_RSTD : (nbwd_stats_form)(m - 3);
+                c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+                c.residual = m % 3 == 0 ? RES_NONE : m % 3 == 1 ? RES_OWN : RES_INPLACE;
+                c.affine = m != 2 || k % 2;
+                c.no_beta = m == 1;
+                c.outputs = c.affine ? k_outputs[(k + m) % 5] : O_DX;
+                if (c.residual && !(c.outputs & O_DX)) c.outputs |= O_DX;
+                c.gamma_offset = c.affine && (k + m) % 4 == 1 ? 1.0f : 0.0f;
+                c.seed = ++g_seed;
+                ln_run(&c);
+            }
+    for (op = 0; op < 2; ++op)
+        for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); ++li)
+            for (k = 0; k < N_COMBOS; k += 2) {
+                ln_cfg c;
+                ln_defaults(&c);
+                c.rms = op;
+                set_dims(&c, 2, lens[li] >= 1000 ? 6 : 11, lens[li], 0, 0);
+                c.form = (li + k) % 2 ? NBWD_STATS_DST_RSTD : NBWD_STATS_MEAN_RSTD;
+                c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+                c.residual = 1 + (li + k + op) % 2;
+                c.layout = (li + op) % 2 ? L_PADDED : L_DENSE;
+                c.caller_ws = k % 4 == 2;
+                c.zero_gamma = c.form == NBWD_STATS_DST_RSTD && li % 3 == 0;
+                c.seed = ++g_seed;
+                ln_run(&c);
+            }
+    for (k = 0; k < 10; ++k) { /* ranks and axes, strides, in-place, accumulate, offset, threads */
+        ln_cfg c;
+        ln_defaults(&c);
+        c.rms = k % 2;
+        set_dims(&c, 4, 2, 3, 4, 9);
+        c.axis = k % 4 - 3;
+        c.layout = k % 5;
+        c.form = k % 3 ? NBWD_STATS_DST_RSTD : NBWD_STATS_MEAN_VARIANCE;
+        if (c.layout == L_ZERO && c.form == NBWD_STATS_DST_RSTD) c.layout = L_PADDED;
+        c.inplace = k == 5 ? IP_DY : k == 6 ? IP_X : IP_NONE;
+        c.residual = c.inplace ? RES_OWN : 1 + k % 2;
+        if (c.inplace) c.layout = L_DENSE;
+        c.accumulate = k % 3 == 1;
+        c.gamma_offset = k % 4 == 1 ? 1.0f : 0.0f;
+        c.zero_gamma = k == 7;
+        c.threads = 1 + k % 3;
+        c.dt = k_combos[(3 * k) % N_COMBOS].dt; c.sdt = k_combos[(3 * k) % N_COMBOS].sdt;
+        c.pdt = k_combos[(3 * k) % N_COMBOS].pdt;
+        c.seed = ++g_seed;
+        ln_run(&c);
+    }
+    if (!g_quick) /* large: the sweep and streaming stores with a residual; DST_RSTD over many staging slots */
+        for (k = 0; k < 4; ++k) {
+            ln_cfg c;
+            ln_defaults(&c);
+            c.rms = k % 2;
+            set_dims(&c, 2, 640, 2048, 0, 0);
+            c.threads = 2;
+            c.residual = RES_OWN;
+            c.form = k < 2 ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_DST_RSTD;
+            if (k == 3) { c.dt = c.pdt = NBWD_BF16; c.gamma_offset = 1.0f; c.residual = RES_INPLACE; }
+            c.seed = ++g_seed;
+            ln_run(&c);
+        }
+    {
+        int64_t dims[2] = {2, 3};
+        float buf[32] = {0};
+        nbwd_layer_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_args a;
+        nbwd_rms_norm_bwd_desc rd;
+        nbwd_rms_norm_bwd_args ra;
+        int i;
+        t_case("residual and DST_RSTD refusals");
+        nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+        memset(&a, 0, sizeof a);
+        a.src = buf; a.diff_dst = buf; a.mean = buf; a.variance = buf; a.gamma = buf;
+        a.diff_gamma = buf + 16; a.diff_residual = buf + 8; /* a residual without diff_src */
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "diff_residual") != NULL, "message: %s", nbwd_last_error());
+        a.diff_src = buf + 9; /* overlapping the residual, not the same view */
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_ALIAS);
+        CHECK(strstr(nbwd_last_error(), "diff_residual") != NULL, "message: %s", nbwd_last_error());
+        a.diff_residual = buf + 17; a.diff_src = buf + 8; /* the residual over diff_gamma (an output) */
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_ALIAS);
+        a.diff_residual = buf + 24;
+        {
+            int64_t bad[2] = {3, 2}; /* the normalized dim not dense */
+            d.diff_residual_strides = bad;
+            CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_STRIDES);
+            CHECK(strstr(nbwd_last_error(), "diff_residual_strides") != NULL, "message: %s", nbwd_last_error());
+            d.diff_residual_strides = NULL;
+        }
+        d.stats_form = NBWD_STATS_DST_RSTD; /* src, mean, variance of the other forms */
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "NBWD_STATS_DST_RSTD") != NULL, "message: %s", nbwd_last_error());
+        a.src = NULL; a.mean = NULL; a.variance = NULL;
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_NULL_POINTER);
+        CHECK(strstr(nbwd_last_error(), "args.dst is NULL") != NULL, "message: %s", nbwd_last_error());
+        a.dst = buf; a.rstd = buf + 28; a.gamma = NULL; a.diff_src = NULL; a.diff_residual = NULL;
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_NULL_POINTER); /* diff_gamma needs gamma */
+        CHECK(strstr(nbwd_last_error(), "args.gamma is NULL") != NULL, "message: %s", nbwd_last_error());
+        a.gamma = buf; a.beta = buf + 17; /* beta is read: over diff_gamma */
+        CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_ALIAS);
+        CHECK(strstr(nbwd_last_error(), "args.beta") != NULL, "message: %s", nbwd_last_error());
+        for (i = 8; i < 28; ++i) CHECK(buf[i] == 0.0f, "a refused call wrote element %d", i);
+        nbwd_rms_norm_bwd_desc_init(&rd, 2, dims);
+        rd.stats_form = NBWD_STATS_DST_RSTD;
+        memset(&ra, 0, sizeof ra);
+        ra.dst = buf; ra.diff_dst = buf; ra.std = buf + 28; ra.gamma = buf; ra.diff_src = buf + 8;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&rd, &ra, NULL, 0), NBWD_ERR_BAD_PARAM); /* std is XHAT_STD's */
+        ra.std = NULL; ra.rstd = buf + 28;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&rd, &ra, NULL, 0), NBWD_OK);
+    }
+}
+
 void test_layer_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes}, {"ranks 5..8", ln_high_ranks},
         {"strides", ln_strides},       {"in-place", ln_inplace},        {"accumulate", ln_accumulate},
         {"degenerate", ln_degenerate}, {"invariants", ln_invariants},   {"threads", ln_threads},
         {"large", ln_large},           {"gamma offset", ln_gamma_offset}, {"rms norm", rms_cases},
+        {"residual, dst form", ln_residual_dst},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {

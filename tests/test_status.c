@@ -214,8 +214,8 @@ static void ln_status_cases(void) {
     ln_expect("stats_dtype 7", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
     ln_valid(&d, &a); d.param_dtype = (nbwd_dtype)99;
     ln_expect("param_dtype 99", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
-    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)3;
-    ln_expect("stats_form 3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)4;
+    ln_expect("stats_form 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)-1;
     ln_expect("stats_form -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     ln_valid(&d, &a); d.isa = NBWD_ISA_COUNT; ln_expect("isa NBWD_ISA_COUNT", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
@@ -519,6 +519,8 @@ static void bn_status_cases(nbwd_layout L) {
     bn_valid(&d, &a, L); d.data_dtype = (nbwd_dtype)5; bn_expect("data_dtype 5", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
     bn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)9;
     bn_expect("stats_form 9", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.stats_form = NBWD_STATS_DST_RSTD; /* LayerNorm's and RMSNorm's alone */
+    bn_expect("stats_form DST_RSTD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.isa = (nbwd_isa)77; bn_expect("isa 77", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.flags = 4u; bn_expect("flags bit 2", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.num_threads = -3; bn_expect("num_threads -3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);

@@ -62,7 +62,24 @@ static nbwd_status fz_call(int rms, const nbwd_layer_norm_bwd_desc *d, const nbw
     ra.src = a->src; ra.xhat = a->xhat; ra.diff_dst = a->diff_dst; ra.mean_square = a->variance;
     ra.rstd = a->rstd; ra.std = a->std; ra.gamma = a->gamma; ra.diff_src = a->diff_src;
     ra.diff_gamma = a->diff_gamma; ra.diff_beta = a->diff_beta;
+    ra.beta = a->beta; ra.dst = a->dst; ra.diff_residual = a->diff_residual;
     return nbwd_rms_norm_bwd(d, &ra, ws, ws_bytes);
+}
+/* args.src becomes args.dst in the DST_RSTD form; the residual gradient is
+   diff_dst's view (res_mode 1) or diff_src itself (2) */
+static void fz_extras(nbwd_layer_norm_bwd_args *a, int dst_form, int res_mode) {
+    if (dst_form) { a->dst = a->src; a->src = NULL; }
+    a->diff_residual = res_mode == 1 ? a->diff_dst : res_mode == 2 ? a->diff_src : NULL;
+}
+/* xhat of a DST_RSTD element (or the XHAT_STD input itself: unscale 0) */
+static double fz_xhat_of(const fz_world *w, int unscale, double y, int64_t g_off, int64_t b_off, float offset) {
+    float ge, inv;
+    double beta;
+    if (!unscale) return y;
+    ge = (float)(fz_load(fz_snap_base(w, T_GAMMA), w->t[T_GAMMA].dt, g_off) + (double)offset);
+    inv = fabsf(ge) >= FLT_MIN ? 1.0f / ge : 0.0f;
+    beta = w->t[T_BETA].present ? fz_load(fz_snap_base(w, T_BETA), w->t[T_BETA].dt, b_off) : 0.0;
+    return (double)(float)((float)(y - beta) * inv);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -75,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int nn; /* the parameter tensors' rank: dims [axis, rank) */
     int64_t dims[NBWD_MAX_RANK], raw_axis, rows = 1, n = 1, total = 1, nz = 1;
     int rms, rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
+    int res_mode, dst_form;
     int mode[T_N], want[T_N], ws_mode, args_null, bytes_null, special, injected = 0, isa_runnable;
     int64_t alias_delta[T_N];
     int alias_of[T_N];
@@ -198,6 +216,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         d.init_stamp = stamp.init_stamp;
         want[T_MEAN] = want[T_BETA] = 0;
     }
+    /* The residual gradient and the DST_RSTD form: the byte after, so older
+       inputs keep their meaning (the bytes past an input's end read 0). The
+       DST_RSTD form turns the MEAN_RSTD form's src into dst and drops its
+       mean; beta is read there (optional, as the pointer byte chose). */
+    {
+        uint8_t b = fz_u8(&rd);
+        res_mode = b % 4 == 3 ? 0 : b % 4;
+        dst_form = (b & 4) && d.stats_form == NBWD_STATS_MEAN_RSTD;
+        if (dst_form) {
+            d.stats_form = NBWD_STATS_DST_RSTD;
+            if (mode[T_MEAN] == 0) want[T_MEAN] = 0;
+            if (mode[T_BETA] == 0) want[T_BETA] = d.use_affine && (b & 8);
+        }
+        if (res_mode == 1) d.diff_residual_strides = d.diff_dst_strides;
+        if (res_mode == 2) d.diff_residual_strides = d.diff_src_strides;
+        /* a residual gradient with nowhere to go */
+        if (res_mode == 1 && want[T_DY] && !want[T_DX]) REJECT(10);
+    }
     if (force >= 0) {
         nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
         force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
@@ -268,6 +304,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         a.src = p[T_SRC]; a.xhat = p[T_XHAT]; a.diff_dst = p[T_DY]; a.mean = p[T_MEAN]; a.variance = p[T_VAR];
         a.rstd = p[T_RSTD]; a.std = p[T_STD]; a.gamma = p[T_GAMMA]; a.beta = p[T_BETA]; a.diff_src = p[T_DX];
         a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
+        fz_extras(&a, dst_form, res_mode);
         /* A small workspace: a huge accepted descriptor stops at
            INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
         s = fz_call(rms, &d, args_null ? NULL : &a, must_reject ? NULL : small_ws, must_reject ? 0 : sizeof small_ws);
@@ -295,7 +332,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     {
         int form = (int)d.stats_form;
-        int sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        int sp = form == 0 ? T_VAR : form == 2 ? T_STD : T_RSTD;
         for (i = 0; i < T_N; ++i) {
             int inj = 0;
             if (!w.t[i].present) continue;
@@ -305,15 +342,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             else if (i == T_VAR || i == T_RSTD || i == T_STD) inj = fz_fill(&w, i, &g, 0.25, 4, special == 4 && i == sp);
             else if (i == T_GAMMA) fz_fill(&w, i, &g, -2, 2, 0);
             else if (i == T_BETA) fz_fill(&w, i, &g, -9, 9, 0);
-            else if (i == T_DG || i == T_DB) fz_fill(&w, i, &g, -1, 1, 0);
+            else if (i == T_DG || i == T_DB || (i == T_DX && res_mode == 2)) fz_fill(&w, i, &g, -1, 1, 0);
             injected |= inj;
         }
         /* what the computation reads */
         for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
         w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2 && !rms;
-        w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1; w.t[T_STD].used &= form == 2;
-        w.t[T_GAMMA].used &= d.use_affine && w.t[T_DX].present;
-        w.t[T_BETA].used = 0;
+        w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1 || form == 3; w.t[T_STD].used &= form == 2;
+        w.t[T_GAMMA].used &= d.use_affine && (w.t[T_DX].present || (dst_form && w.t[T_DG].present));
+        w.t[T_BETA].used &= dst_form && d.use_affine && (w.t[T_DX].present || w.t[T_DG].present);
+        w.t[T_MEAN].used &= !dst_form;
     }
     for (i = 0; i < T_N; ++i)
         if (w.t[i].present) fz_mark(&w, i);
@@ -342,6 +380,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.src = P(T_SRC); a.xhat = P(T_XHAT); a.diff_dst = P(T_DY); a.mean = P(T_MEAN); a.variance = P(T_VAR);
     a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.beta = P(T_BETA); a.diff_src = P(T_DX);
     a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
+    fz_extras(&a, dst_form, res_mode);
 #undef P
     s = fz_call(rms, &d, args_null ? NULL : &a, ws, ws_bytes);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
@@ -359,7 +398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_check_untouched(&w, s == NBWD_OK, "layer_norm");
     if (s == NBWD_OK) {
         unsigned char allowed[FZ_MAXT][FZ_MAXT];
-        int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
+        int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 2 ? T_STD : T_RSTD;
         int xi = form == 2 ? T_XHAT : T_SRC;
         int64_t r, j;
         double *dgr, *dbr, *dga, *dba;
@@ -370,7 +409,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_allow_unread(&w, allowed);
         fz_check_overlap(&w, allowed, "layer_norm");
         FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
-        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || rms || w.t[T_MEAN].present)), "accepted without stats");
+        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || rms || dst_form || w.t[T_MEAN].present)),
+                  "accepted without stats");
         /* ---- float64 reference */
         dgr = (double *)calloc((size_t)n + 1, sizeof(double)); dbr = (double *)calloc((size_t)n + 1, sizeof(double));
         dga = (double *)calloc((size_t)n + 1, sizeof(double)); dba = (double *)calloc((size_t)n + 1, sizeof(double));
@@ -381,13 +421,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0, axh = 0; /* axh: max |xhat| */
             double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, fz_offset(axis, dims, w.t[sp].st, r));
             int use_gamma = d.use_affine && w.t[T_DX].present;
-            if (form != 2 && !rms) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
-            rstd = form == 0 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 ? spread : 1.0 / spread;
+            /* DST_RSTD: xhat = (dst - beta) * (1 / (gamma + offset)) in fp32
+               where gamma is read, 0 for a scale under FLT_MIN */
+            int unscale = dst_form && d.use_affine && (w.t[T_DX].present || w.t[T_DG].present);
+            if (form != 2 && !rms && !dst_form) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
+            rstd = form == 0 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 || dst_form ? spread : 1.0 / spread;
             if (form == 0) rstd = (double)(float)rstd; /* the manual: rstd is one fp32 scalar */
             for (j = 0; j < n; ++j) {
                 double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                 double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
-                double xh = form == 2 ? xv : (xv - mean) * rstd;
+                double xh = form == 2 || dst_form ? fz_xhat_of(&w, unscale, xv, PAR_OFF(T_GAMMA, j), PAR_OFF(T_BETA, j), d.gamma_offset)
+                                                  : (xv - mean) * rstd;
                 double gm = use_gamma ? (double)(float)(fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) + (double)d.gamma_offset) : 1.0;
                 sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                 if (fabs(xh) > axh) axh = fabs(xh);
@@ -400,7 +444,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 for (j = 0; j < n; ++j) {
                     double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                     double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
-                    double xh = form == 2 ? xv : (xv - mean) * rstd;
+                    double xh = form == 2 || dst_form ? fz_xhat_of(&w, unscale, xv, PAR_OFF(T_GAMMA, j), PAR_OFF(T_BETA, j), d.gamma_offset)
+                                                  : (xv - mean) * rstd;
                     double gm = use_gamma ? (double)(float)(fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, PAR_OFF(T_GAMMA, j)) + (double)d.gamma_offset) : 1.0;
                     double mg = rms ? 0.0 : sg / (double)n, amg = rms ? 0.0 : ag / (double)n; /* RMSNorm: no mean(g) */
                     double gv = yv * gm, want_v = rstd * (gv - mg - xh * sgx / (double)n);
@@ -411,6 +456,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     /* rstd scales last: before it, g - (mean_g + xhat * mean_gx) must fit fp32 too */
                     double unscaled = fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)n) + amg +
                                       fabs(xh) * agx / (double)n;
+                    if (res_mode) { /* + the residual gradient: diff_dst's or diff_src's value before the call */
+                        int rt = res_mode == 1 ? T_DY : T_DX;
+                        double rv = fz_load(fz_snap_base(&w, rt), w.t[rt].dt, fz_offset(rank, dims, w.t[rt].st, r * n + j));
+                        want_v += rv;
+                        tol += ldexp(1.0, -23) * (fabs(want_v) + fabs(rv));
+                        unscaled += fabs(rv);
+                    }
                     if (s1 + s2 < 1e35 && unscaled < 1e37 && /* else fp32 intermediates may overflow */
                         !fz_close(tdx->dt, got, want_v, tol))
                         FZ_FAIL("%s dx[%lld][%lld]: got %.9g, want %.9g (tol %.3g), form %d dt %d isa %d%s",

@@ -98,21 +98,24 @@ static const char *dt_name(nbwd_dtype dt) { return dt == NBWD_F32 ? "f32" : dt =
 static int isa_wanted(int isa) { return nbwd_isa_supported((nbwd_isa)isa) && (!g_isa_only || g_isa_only == isa); }
 
 /* ======================================================== NaN / Inf policy */
-enum { AT_X, AT_DY, AT_MEAN, AT_VAR, AT_GAMMA, AT_COUNT };
-static const char *const at_name[AT_COUNT] = {"x", "dy", "mean", "variance", "gamma"};
+enum { AT_X, AT_DY, AT_MEAN, AT_VAR, AT_RES, AT_GAMMA, AT_COUNT };
+static const char *const at_name[AT_COUNT] = {"x", "dy", "mean", "variance", "diff_residual", "gamma"};
 
 typedef struct ln_case {
     int rms; /* RMSNorm: the same tensors but the mean; var is the mean square */
+    int dst; /* the DST_RSTD form: x is the forward output, var its rstd, no mean */
     int64_t rows, cols;
     nbwd_dtype dt;
-    void *x, *dy, *dx;
+    void *x, *dy, *dx, *res; /* res: diff_residual, or NULL */
     float *mean, *var, *gamma, *dg, *db;
 } ln_case;
 
 static void ln_alloc(ln_case *c, int64_t rows, int64_t cols, nbwd_dtype dt, uint64_t seed) {
     int64_t i, n = rows * cols;
-    c->rms = 0; c->rows = rows; c->cols = cols; c->dt = dt;
+    c->rms = c->dst = 0; c->rows = rows; c->cols = cols; c->dt = dt;
     c->x = xmalloc((size_t)n * esz(dt)); c->dy = xmalloc((size_t)n * esz(dt)); c->dx = xmalloc((size_t)n * esz(dt));
+    c->res = xmalloc((size_t)n * esz(dt));
+    for (i = 0; i < n; ++i) put(c->res, i, dt, rng_f(&seed, -1, 1));
     c->mean = (float *)xmalloc((size_t)rows * 4); c->var = (float *)xmalloc((size_t)rows * 4);
     c->gamma = (float *)xmalloc((size_t)cols * 4);
     c->dg = (float *)xmalloc((size_t)cols * 4); c->db = (float *)xmalloc((size_t)cols * 4);
@@ -121,7 +124,7 @@ static void ln_alloc(ln_case *c, int64_t rows, int64_t cols, nbwd_dtype dt, uint
     for (i = 0; i < cols; ++i) c->gamma[i] = rng_f(&seed, 0.5f, 1.5f);
 }
 static void ln_free(ln_case *c) {
-    free(c->x); free(c->dy); free(c->dx); free(c->mean); free(c->var); free(c->gamma); free(c->dg); free(c->db);
+    free(c->x); free(c->dy); free(c->dx); free(c->res); free(c->mean); free(c->var); free(c->gamma); free(c->dg); free(c->db);
 }
 static nbwd_status ln_run(const ln_case *c, int isa, int num_threads) {
     nbwd_layer_norm_bwd_desc d;
@@ -133,32 +136,42 @@ static nbwd_status ln_run(const ln_case *c, int isa, int num_threads) {
     d.data_dtype = c->dt;
     d.isa = (nbwd_isa)isa;
     d.num_threads = num_threads;
+    if (c->dst) d.stats_form = NBWD_STATS_DST_RSTD;
     if (c->rms) {
         nbwd_rms_norm_bwd_args ra;
         memset(&ra, 0, sizeof ra);
-        ra.src = c->x; ra.diff_dst = c->dy; ra.mean_square = c->var; ra.gamma = c->gamma;
+        if (c->dst) ra.dst = c->x, ra.rstd = c->var;
+        else ra.src = c->x, ra.mean_square = c->var;
+        ra.diff_dst = c->dy; ra.gamma = c->gamma; ra.diff_residual = c->res;
         ra.diff_src = c->dx; ra.diff_gamma = c->dg; ra.diff_beta = c->db;
         return nbwd_rms_norm_bwd(&d, &ra, NULL, 0);
     }
     memset(&a, 0, sizeof a);
-    a.src = c->x; a.diff_dst = c->dy; a.mean = c->mean; a.variance = c->var; a.gamma = c->gamma;
+    if (c->dst) a.dst = c->x, a.rstd = c->var;
+    else a.src = c->x, a.mean = c->mean, a.variance = c->var;
+    a.diff_dst = c->dy; a.gamma = c->gamma; a.diff_residual = c->res;
     a.diff_src = c->dx; a.diff_gamma = c->dg; a.diff_beta = c->db;
     return nbwd_layer_norm_bwd(&d, &a, NULL, 0);
 }
 
 static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
 
-/* rms: RMSNorm (no mean to poison) */
-static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, int rms) {
+/* rms: RMSNorm (no mean to poison). variant 0: no residual; 1: a residual
+   gradient (its bad value reaches its own element alone); 2: that and the
+   DST_RSTD form (rstd does not feed diff_gamma there: xhat comes from dst) */
+static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, int rms, int variant) {
     static const float vals[3] = {NAN, INFINITY, -INFINITY};
     ln_case c;
     int64_t r = rows / 2, j = cols - 1, row_bytes = cols * (int64_t)esz(dt), i, k;
     unsigned char *dx0;
     float *dg0 = (float *)xmalloc((size_t)cols * 4), *db0 = (float *)xmalloc((size_t)cols * 4);
     int at, v;
-    const char *op = rms ? "RMS" : "LN";
+    const char *op = variant == 2 ? (rms ? "RMS dst+res" : "LN dst+res") : variant ? (rms ? "RMS res" : "LN res")
+                     : rms ? "RMS" : "LN";
     ln_alloc(&c, rows, cols, dt, 1234 + (uint64_t)rows * 7 + (uint64_t)cols);
     c.rms = rms;
+    c.dst = variant == 2;
+    if (!variant) { free(c.res); c.res = NULL; }
     dx0 = (unsigned char *)xmalloc((size_t)(rows * row_bytes));
     snprintf(g_ctx, sizeof g_ctx, "nan %s %s %s %lldx%lld clean", op, nbwd_isa_name((nbwd_isa)isa), dt_name(dt),
              (long long)rows, (long long)cols);
@@ -166,14 +179,16 @@ static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, i
     memcpy(dx0, c.dx, (size_t)(rows * row_bytes));
     memcpy(dg0, c.dg, (size_t)cols * 4);
     memcpy(db0, c.db, (size_t)cols * 4);
-    for (at = AT_X; at <= AT_VAR; ++at)
+    for (at = AT_X; at <= AT_RES; ++at)
         for (v = 0; v < 3; ++v) {
             float saved;
             int row_ok = 1, all_nan = 1, params_ok = 1, affected_nonfinite = 1;
-            void *target = at == AT_X ? c.x : at == AT_DY ? c.dy : at == AT_MEAN ? (void *)c.mean : (void *)c.var;
-            nbwd_dtype tdt = at <= AT_DY ? dt : NBWD_F32;
-            int64_t idx = at <= AT_DY ? r * cols + j : r;
-            if (rms && at == AT_MEAN) continue;
+            void *target = at == AT_X ? c.x : at == AT_DY ? c.dy : at == AT_MEAN ? (void *)c.mean
+                           : at == AT_VAR ? (void *)c.var : c.res;
+            nbwd_dtype tdt = at <= AT_DY || at == AT_RES ? dt : NBWD_F32;
+            int64_t idx = at <= AT_DY || at == AT_RES ? r * cols + j : r;
+            if ((rms || c.dst) && at == AT_MEAN) continue;
+            if (at == AT_RES && !c.res) continue;
             snprintf(g_ctx, sizeof g_ctx, "nan %s %s %s %lldx%lld %s[row %lld] = %g", op, nbwd_isa_name((nbwd_isa)isa),
                      dt_name(dt), (long long)rows, (long long)cols, at_name[at], (long long)r, (double)vals[v]);
             saved = get(target, idx, tdt);
@@ -189,17 +204,22 @@ static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, i
                column k is fed by x[r][k], dy[r][k], mean[r], var[r]; dbeta
                column k only by dy[r][k]. */
             for (k = 0; k < cols; ++k) {
-                int g_aff = at == AT_MEAN || at == AT_VAR || k == j;
+                int g_aff = at == AT_MEAN || (at == AT_VAR && !c.dst) || (k == j && at <= AT_DY);
                 int b_aff = at == AT_DY && k == j;
+                if (at == AT_RES && k != j && !same_bits((char *)c.dx + (r * cols + k) * (int64_t)esz(dt),
+                                                         dx0 + (r * cols + k) * (int64_t)esz(dt), esz(dt)))
+                    row_ok = 0; /* a residual's bad value: its own element alone */
                 if (!g_aff && !same_bits(&c.dg[k], &dg0[k], 4)) params_ok = 0;
                 if (!b_aff && !same_bits(&c.db[k], &db0[k], 4)) params_ok = 0;
                 if (g_aff && !(at == AT_VAR && v == 1) && isfinite(c.dg[k])) affected_nonfinite = 0;
                 if (b_aff && isfinite(c.db[k])) affected_nonfinite = 0;
                 if (v == 0 && g_aff && !isnan(c.dg[k])) affected_nonfinite = 0;
             }
+            CHECK(row_ok);
             CHECK(params_ok);
             CHECK(affected_nonfinite); /* propagated, never silently dropped (variance = +inf: rstd = 0, finite) */
-            if (v == 0) { /* a NaN poisons its whole row's diff_src */
+            if (at == AT_RES) CHECK(!isfinite(get(c.dx, r * cols + j, dt)));
+            else if (v == 0) { /* a NaN poisons its whole row's diff_src */
                 for (k = 0; k < cols; ++k)
                     if (!isnan(get(c.dx, r * cols + k, dt))) all_nan = 0;
                 CHECK(all_nan);
@@ -279,7 +299,8 @@ static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims
              layout == NBWD_NXC ? "nxc" : "ncx", rank);
     CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
     memcpy(dx0, c.dx, bytes); memcpy(dg0, c.dg, (size_t)c.C * 4); memcpy(db0, c.db, (size_t)c.C * 4);
-    for (at = AT_X; at <= AT_GAMMA; ++at)
+    for (at = AT_X; at <= AT_GAMMA; ++at) {
+        if (at == AT_RES) continue; /* LayerNorm's and RMSNorm's */
         for (v = 0; v < 3; ++v) {
             float saved;
             int others_ok = 1, params_ok = 1, nonfinite = 1, all_nan = 1;
@@ -315,6 +336,7 @@ static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims
             CHECK(nonfinite);
             if (v == 0) CHECK(all_nan);
         }
+    }
     free(dx0); free(dg0); free(db0);
     bn_free(&c);
 }
@@ -328,8 +350,11 @@ static void suite_nan(void) {
         if (!isa_wanted(isa)) continue;
         for (t = 0; t < (g_quick ? 2 : 3); ++t) {
             for (s = 0; s < nshapes; ++s) {
-                nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 0);
-                nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 1);
+                int variant;
+                for (variant = 0; variant < 3; ++variant) {
+                    nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 0, variant);
+                    nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 1, variant);
+                }
             }
             nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC);
             nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX);
