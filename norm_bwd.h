@@ -54,6 +54,29 @@
    with its statistics as NBWD_STATS_MEAN_SQUARE (mean(x^2), epsilon used:
    oneDNN's rms_norm), NBWD_STATS_RSTD (PyTorch, Liger, Transformer Engine)
    or NBWD_STATS_XHAT_STD (xhat and std = sqrt(mean(x^2) + epsilon)).
+   LayerNorm and RMSNorm also take:
+     NBWD_STATS_DST_RSTD       backward from the forward output (Apex's
+                               memory-efficient mode: x need not be kept):
+                               dst = y = xhat * (gamma + gamma_offset) + beta
+                               and rstd; xhat = (y - beta) * (1 / (gamma +
+                               gamma_offset)) in fp32 (beta NULL: 0; without
+                               affine xhat = y). Where gamma + gamma_offset
+                               is 0 or subnormal (|.| < FLT_MIN) y holds no
+                               trace of xhat: it is taken as 0 there (times
+                               y - beta, so a NaN or infinite y stays NaN),
+                               so that column's diff_src lacks its
+                               - rstd * xhat * mean(g * xhat) term and its
+                               diff_gamma is 0 (diff_beta exact; the other
+                               columns exact, as g = 0 there). Accuracy: xhat
+                               carries y's rounding divided by the scale,
+                               about ulp(y) / |gamma + gamma_offset| (bf16 y:
+                               2^-8 relative to |y| / |scale|), against the
+                               x form's ulp(x) * rstd; with f32 data and
+                               scales near 1 the two agree to a few ulps.
+   and a residual gradient fused into diff_src (pre-norm transformer blocks):
+       diff_src = (the above) + diff_residual
+   added in fp32 before the one rounding to the data type, in the same pass
+   over memory (one pass instead of the norm's and an add's).
 
    ============================================================================
    API
@@ -70,16 +93,20 @@
      Always start from desc_init (it stamps the descriptor): a zeroed or
      hand-built descriptor would not have the defaults, and every call
      refuses it (NBWD_ERR_NOT_INITIALIZED).
-     args: inputs src | xhat, diff_dst, mean, variance | rstd | std, gamma,
-     beta (accepted, never read); outputs diff_src, diff_gamma, diff_beta,
-     each optional: a NULL output is not computed (Ascend output_mask).
+     args: inputs src | xhat | dst, diff_dst, mean, variance | rstd | std,
+     gamma, beta (read only by the DST_RSTD form, optional there), and
+     diff_residual (optional, needs diff_src; strides
+     desc.diff_residual_strides, any outer strides as for diff_dst);
+     outputs diff_src, diff_gamma, diff_beta, each optional: a NULL output
+     is not computed (Ascend output_mask).
      Shapes: src, xhat, diff_dst, diff_src: dims. mean, variance, rstd, std:
      the outer dims [0, axis) (trailing 1s implied). gamma, beta, diff_gamma,
      diff_beta: dims[axis..rank) (N = their product), dense unless
      gamma_strides, beta_strides, diff_gamma_strides, diff_beta_strides give
      rank - axis strides each (entry k for dim axis + k).
      diff_gamma/diff_beta need use_affine (else NBWD_ERR_BAD_PARAM); gamma is
-     needed (use_affine) only when diff_src is requested.
+     needed (use_affine) only when diff_src is requested (DST_RSTD: or
+     diff_gamma, which needs xhat).
      gamma_offset: the forward scaled by gamma + gamma_offset (Gemma's and
      Transformer Engine's zero-centred gamma: 1); diff_src uses that scale
      (the sum rounded to float), diff_gamma is unchanged by it (the gradient
@@ -95,10 +122,11 @@
      descriptor made for one operation is refused by the other:
      NBWD_ERR_NOT_INITIALIZED); mean_strides is not read, var_strides gives
      the strides of mean_square, rstd or std.
-     args: src | xhat, diff_dst, mean_square | rstd | std, gamma; outputs
-     diff_src, diff_gamma, diff_beta (the gradient of an RMSNorm's bias),
-     each optional. Shapes, dtypes, strides, in-place, accumulate,
-     gamma_offset, threads, determinism and validation as for LayerNorm.
+     args: src | xhat | dst, diff_dst, mean_square | rstd | std, gamma, beta
+     (DST_RSTD form: the bias, optional), diff_residual; outputs diff_src,
+     diff_gamma, diff_beta (the gradient of an RMSNorm's bias), each
+     optional. Shapes, dtypes, strides, in-place, accumulate, gamma_offset,
+     the residual, threads, determinism and validation as for LayerNorm.
 
    BatchNorm training backward (oneDNN Graph BatchNormTrainingBackward):
        void        nbwd_batch_norm_bwd_desc_init(desc, rank, dims, layout, eps)
@@ -142,7 +170,8 @@
    ============================================================================
    DATA TYPES
    ============================================================================
-     data (src, xhat, diff_dst, diff_src)   stats (mean, var/rstd/std)   params
+     data (src, xhat, dst, diff_dst,        stats (mean, var/rstd/std)   params
+           diff_src, diff_residual)
      f32                                    f32                          f32
      bf16                                   f32 or bf16                  f32 or bf16
      f16                                    f32 or f16                   f32 or f16
@@ -167,15 +196,17 @@
    depend on the shape and dtypes alone, so any layout of any tensor gives
    the bits of the dense call.
    Outputs must not overlap themselves (NBWD_ERR_BAD_STRIDES).
-   diff_src may be the very same tensor as diff_dst, src or xhat (same pointer
-   and strides: in-place backward). An output that shares a byte with any
-   other tensor is NBWD_ERR_BAD_ALIAS. Tensors may interleave without
+   diff_src may be the very same tensor as diff_dst, src, xhat, dst or
+   diff_residual (same pointer and strides: in-place backward; diff_src =
+   diff_residual accumulates into the residual stream's gradient). An output
+   that shares a byte with any other tensor is NBWD_ERR_BAD_ALIAS. Tensors may interleave without
    sharing a byte (diff_gamma and diff_beta at p and p + 1 with stride 2;
    diff_src rows between diff_dst rows): this is checked element by element
    where the two have the same dims, element size and strides; otherwise
    their byte ranges (lowest to highest element) must not overlap. Inputs a
-   call does not read are not checked: beta; LayerNorm's gamma without
-   diff_src; BatchNorm's gamma without diff_gamma/diff_beta.
+   call does not read are not checked: beta (except in the DST_RSTD form);
+   LayerNorm's gamma without diff_src (DST_RSTD: and diff_gamma);
+   BatchNorm's gamma without diff_gamma/diff_beta.
    A dimension of size 0 is allowed: no rows (or no batch) gives diff_gamma =
    diff_beta = 0 (or leaves them unchanged in accumulate mode); tensors with
    no elements may be NULL (or any pointer: they are not touched). An empty
@@ -227,6 +258,9 @@
    The *_workspace_size queries return the scratch size for a descriptor (for
    any choice of outputs). Pass a workspace of at least that size, or NULL to
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
+   The DST_RSTD form makes xhat a few rows at a time in the workspace: up
+   to 64 slots (one per thread at work, at most one per row block) of about
+   64 KiB (or one row), which also caps its threads at 64.
    Stack: a call uses about 15 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
@@ -255,7 +289,8 @@
    NBWD_ERR_BAD_STRIDES.
    NaN/Inf: propagated, never masked, never across sets: a bad value in one
    LayerNorm or RMSNorm row (x, dy, its statistics) changes only that row's
-   diff_src and the diff_gamma/diff_beta entries it feeds; a bad value in one
+   diff_src and the diff_gamma/diff_beta entries it feeds (one in
+   diff_residual: only its own diff_src element); a bad value in one
    BatchNorm channel changes only that channel's outputs. Variance = +Inf
    gives rstd = 0 and diff_src = 0 for that set.
    Threads: no global state but the cached CPU detection and the forced path
@@ -376,7 +411,7 @@ extern "C" {
     X(NBWD_ERR_BAD_SHAPE, "invalid shape (negative dimension or element count overflow)")     \
     X(NBWD_ERR_BAD_DTYPE, "unsupported data type or data type combination")                   \
     X(NBWD_ERR_BAD_STRIDES, "invalid strides (normalized block not dense, or output overlaps itself)") \
-    X(NBWD_ERR_BAD_ALIAS, "an output shares bytes with another tensor (diff_src may be exactly diff_dst, src or xhat)") \
+    X(NBWD_ERR_BAD_ALIAS, "an output shares bytes with another tensor (diff_src may be exactly diff_dst, src, xhat, dst or diff_residual)") \
     X(NBWD_ERR_INSUFFICIENT_WORKSPACE, "workspace smaller than the size query returned")      \
     X(NBWD_ERR_OUT_OF_MEMORY, "workspace allocation failed")                                  \
     X(NBWD_ERR_UNSUPPORTED, "not supported by this build or machine (ISA path, or no GPU/driver)") \
@@ -1555,7 +1590,8 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const c
             if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j]))
                 return nbwd__fail(NBWD_ERR_BAD_ALIAS,
                                   "args.%s shares bytes with args.%s (an output may share memory with no other "
-                                  "tensor; diff_src may be exactly diff_dst, src or xhat: same pointer and strides)",
+                                  "tensor; diff_src may be exactly diff_dst, src, xhat, dst or diff_residual: same "
+                                  "pointer and strides)",
                                   names[i], names[j]);
     }
     return NBWD_OK;

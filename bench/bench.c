@@ -296,12 +296,16 @@ typedef struct problem {
     int op, layout, rank, dt;
     int frozen; /* BatchNorm with NBWD_USE_GLOBAL_STATS ("bn-...-frozen:"): diff_src alone, one pass */
     int rms;    /* RMSNorm ("rms:"): a LayerNorm row without a mean */
+    int res;    /* "ln-res:", "rms-res:": a residual gradient added to diff_src (the peer: norm, then an add) */
     int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN: [N, C, spatial...] (logical NCX order) */
     char shape[48];
 } problem;
 
 /* BNf: BatchNorm with frozen (global) statistics */
-#define OP_LABEL(p) ((p)->op == OP_LN ? ((p)->rms ? "RMS" : "LN") : (p)->frozen ? "BNf" : "BN")
+#define OP_LABEL(p)                                                                                    \
+    ((p)->op == OP_LN ? ((p)->rms ? ((p)->res ? "RMS+res" : "RMS") : (p)->res ? "LN+res" : "LN") \
+     : (p)->frozen    ? "BNf"                                                                   \
+                      : "BN")
 static const char *dt_name(int dt) { return dt == NBWD_F32 ? "f32" : dt == NBWD_BF16 ? "bf16" : "f16"; }
 static size_t dt_size(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
 
@@ -316,14 +320,16 @@ static int64_t prob_sets(const problem *p) { return p->op == OP_LN ? p->dims[0] 
 static int64_t prob_params(const problem *p) { return p->op == OP_LN ? p->dims[1] : p->dims[1]; }
 static double prob_bytes(const problem *p) {
     double e = (double)prob_elems(p), esz = (double)dt_size(p->dt);
-    if (p->op == OP_LN) /* x, dy, dx; mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
-        return 3.0 * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] + 3.0 * 4.0 * (double)p->dims[1];
+    if (p->op == OP_LN) /* x, dy, dx (and the residual); mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
+        return (p->res ? 4.0 : 3.0) * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] +
+               3.0 * 4.0 * (double)p->dims[1];
     return 3.0 * e * esz + 5.0 * 4.0 * (double)p->dims[1];
 }
 
 /* "ln:RxN", "RxN", "rms:RxN", "bn-ncx:NxCxHxW", "bn-nxc:NxCxHxW", "bn-nc:NxC" (dims of
    BatchNorm always given in N, C, spatial order); a BatchNorm kind ending in
-   "-frozen" (bn-ncx-frozen:...) takes the statistics as constants. */
+   "-frozen" (bn-ncx-frozen:...) takes the statistics as constants;
+   "ln-res:", "rms-res:" add a residual gradient to diff_src. */
 static int parse_problem(const char *spec, int dt, problem *p) {
     const char *s = spec, *colon = strchr(spec, ':');
     char kind[16] = "ln";
@@ -351,6 +357,10 @@ static int parse_problem(const char *spec, int dt, problem *p) {
     }
     p->rank = d;
     p->dt = dt;
+    if (strcmp(kind, "ln-res") == 0 || strcmp(kind, "rms-res") == 0) {
+        kind[strlen(kind) - 4] = 0;
+        p->res = 1;
+    }
     if (strcmp(kind, "ln") == 0 || strcmp(kind, "rms") == 0) {
         int64_t rows = 1;
         int i;
@@ -380,7 +390,8 @@ static int parse_problem(const char *spec, int dt, problem *p) {
 
 /* ------------------------------------------------------- data + reference */
 typedef struct data {
-    void *x, *dy, *dx, *dx2;               /* dx2: oneDNN's output */
+    void *x, *dy, *dx, *dx2;               /* dx2: the peer's output (oneDNN, or the unfused norm + add) */
+    void *res;                             /* the residual gradient (res rows), else NULL */
     float *mean, *var, *gamma, *beta, *dg, *db, *dg2, *db2;
     float *ref_dx;                         /* float64 result rounded to f32 */
     double *ref_dg, *ref_db;
@@ -435,6 +446,10 @@ static void data_make(const problem *p, data *D) {
     D->ref_dg = (double *)calloc((size_t)npar, sizeof(double));
     D->ref_db = (double *)calloc((size_t)npar, sizeof(double));
     if (!s1 || !s2 || !D->ref_dg || !D->ref_db) { fprintf(stderr, "nbwd_bench: out of memory\n"); exit(2); }
+    if (p->res) {
+        D->res = xalloc((size_t)E * esz);
+        for (i = 0; i < E; ++i) st(D->res, i, p->dt, 2.0 * urand() - 1.0);
+    }
     memset(D->dx, 0, (size_t)E * esz); /* first touch outside the timing */
     memset(D->dx2, 0, (size_t)E * esz);
     for (i = 0; i < nsets; ++i) { off[i] = 4.0 * urand() - 2.0; sc[i] = 0.5 + 1.5 * urand(); }
@@ -488,7 +503,8 @@ static void data_make(const problem *p, data *D) {
                 double g = dyv * (double)D->gamma[q];
                 double mean_g = p->rms ? 0.0 : s1[s] / per_set;
                 D->ref_dx[i] = p->frozen ? (float)(sc[s] * dyv) /* diff_src alone: gamma ignored */
-                                         : (float)(sc[s] * (g - mean_g - xh * (s2[s] / per_set)));
+                                         : (float)(sc[s] * (g - mean_g - xh * (s2[s] / per_set)) +
+                                                   (p->res ? (double)ld(D->res, i, p->dt) : 0.0));
             }
     free(s1);
     free(s2);
@@ -497,7 +513,7 @@ static void data_make(const problem *p, data *D) {
 }
 
 static void data_free(data *D) {
-    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->ref_dx);
+    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->res); free(D->ref_dx);
     free(D->mean); free(D->var); free(D->gamma); free(D->beta);
     free(D->dg); free(D->db); free(D->dg2); free(D->db2); free(D->ref_dg); free(D->ref_db); free(D->ws);
     memset(D, 0, sizeof *D);
@@ -572,6 +588,7 @@ typedef struct libcall {
     data *D;
     nbwd_isa isa;
     int caller_ws;
+    int unfused; /* res rows' peer: the norm into dx2 (no residual), then dx2 += res in a pass of its own */
     union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; } desc;
 } libcall;
 
@@ -613,22 +630,52 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
     }
 }
 
+/* dst += res over n elements of type dt, as a framework's separate add
+   would: in parallel, 16-bit data through f32 a chunk at a time */
+static void add_pass(void *dst, const void *res, int dt, int64_t n) {
+    int64_t c, chunks = (n + 4095) / 4096;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (c = 0; c < chunks; ++c) {
+        int64_t i0 = c * 4096, m = n - i0 < 4096 ? n - i0 : 4096, i;
+        if (dt == NBWD_F32) {
+            float *d = (float *)dst + i0;
+            const float *r = (const float *)res + i0;
+            for (i = 0; i < m; ++i) d[i] += r[i];
+        } else {
+            float a[4096], b[4096];
+            uint16_t *d = (uint16_t *)dst + i0;
+            const uint16_t *r = (const uint16_t *)res + i0;
+            if (dt == NBWD_BF16) { nbwd_bf16_to_f32_n(d, a, m); nbwd_bf16_to_f32_n(r, b, m); }
+            else { nbwd_f16_to_f32_n(d, a, m); nbwd_f16_to_f32_n(r, b, m); }
+            for (i = 0; i < m; ++i) a[i] += b[i];
+            if (dt == NBWD_BF16) nbwd_f32_to_bf16_n(a, d, m);
+            else nbwd_f32_to_f16_n(a, d, m);
+        }
+    }
+}
+
 static nbwd_status lib_run(libcall *L) {
     data *D = L->D;
     void *ws = L->caller_ws ? D->ws : NULL;
     size_t wsb = L->caller_ws ? D->ws_bytes : 0;
+    void *dx = L->unfused ? D->dx2 : D->dx;
+    float *dg = L->unfused ? D->dg2 : D->dg, *db = L->unfused ? D->db2 : D->db;
+    const void *res = L->unfused ? NULL : D->res;
+    nbwd_status s;
     if (L->p->op == OP_LN && L->p->rms) {
         nbwd_rms_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         a.src = D->x; a.diff_dst = D->dy; a.mean_square = D->var; a.gamma = D->gamma;
-        a.diff_src = D->dx; a.diff_gamma = D->dg; a.diff_beta = D->db;
-        return nbwd_rms_norm_bwd(&L->desc.ln, &a, ws, wsb);
+        a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db; a.diff_residual = res;
+        s = nbwd_rms_norm_bwd(&L->desc.ln, &a, ws, wsb);
     } else if (L->p->op == OP_LN) {
         nbwd_layer_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
-        a.beta = D->beta; a.diff_src = D->dx; a.diff_gamma = D->dg; a.diff_beta = D->db;
-        return nbwd_layer_norm_bwd(&L->desc.ln, &a, ws, wsb);
+        a.beta = D->beta; a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db; a.diff_residual = res;
+        s = nbwd_layer_norm_bwd(&L->desc.ln, &a, ws, wsb);
     } else {
         nbwd_batch_norm_bwd_args a;
         memset(&a, 0, sizeof a);
@@ -637,6 +684,8 @@ static nbwd_status lib_run(libcall *L) {
         if (!L->p->frozen) { a.diff_gamma = D->dg; a.diff_beta = D->db; }
         return nbwd_batch_norm_bwd(&L->desc.bn, &a, ws, wsb);
     }
+    if (s == NBWD_OK && L->unfused) add_pass(dx, D->res, L->p->dt, prob_elems(L->p));
+    return s;
 }
 
 typedef struct timing {
@@ -702,7 +751,7 @@ static row rows[MAX_ROWS];
 static int nrows;
 
 static void print_row_header(void) {
-    printf("%-3s %-4s %-14s %-5s %-6s %3s %5s %9s %9s %9s %7s %6s %-5s %6s %5s %-13s %-4s %9s %7s %7s  %s\n", "op",
+    printf("%-7s %-4s %-14s %-5s %-6s %3s %5s %9s %9s %9s %7s %6s %-5s %6s %5s %-13s %-4s %9s %7s %7s  %s\n", "op",
            "lay", "shape", "dtype", "path", "thr", "reps", "median_ms", "min_ms", "max_ms", "GB/s", "ceil", "class", "%ceil", "%rs",
            "check(err)", "det", "dnnl_ms", "dnnlGBs", "speedup", "oneDNN impl");
 }
@@ -718,7 +767,7 @@ static void print_row(const row *r) {
         strcpy(dgb, "n/a");
         strcpy(spd, "n/a");
     }
-    printf("%-3s %-4s %-14s %-5s %-6s %3d %5d %9.3f %9.3f %9.3f %7.2f %6.1f %-5s %5.0f%% %4.0f%% %-13s %-4s %9s %7s %7s  %s\n",
+    printf("%-7s %-4s %-14s %-5s %-6s %3d %5d %9.3f %9.3f %9.3f %7.2f %6.1f %-5s %5.0f%% %4.0f%% %-13s %-4s %9s %7s %7s  %s\n",
            OP_LABEL(r->p), layout_name[r->p->layout], r->p->shape, dt_name(r->p->dt), r->path,
            r->threads, r->reps, r->med * 1e3, r->min * 1e3, r->max * 1e3, r->gbs, r->ceil, class_name[r->cls],
            r->pct, r->pct_rs, chk, r->same, dms, dgb, spd, r->dnnl_impl);
@@ -796,7 +845,7 @@ static void write_plot(const char *png, const int *thr, int nthr) {
 /* --------------------------------------------------------------- main */
 static const char *default_shapes =
     "ln:32768x768,ln:8192x1024,ln:4096x4096,ln:2048x8192,ln:131072x64,ln:500000x24,ln:64x768,"
-    "rms:32768x4096,rms:8192x1024,rms:64x4096,"
+    "rms:32768x4096,rms:8192x1024,rms:64x4096,rms-res:32768x4096,ln-res:8192x1024,"
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
     "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
     "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024";
@@ -807,6 +856,8 @@ static void usage(void) {
            "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC;\n"
            "                  bn-ncx-frozen:... etc.: frozen statistics, diff_src alone (row label BNf);\n"
            "                  rms:RxN: RMSNorm (row label RMS)\n"
+           "                  ln-res:RxN, rms-res:RxN: with a residual gradient added to diff_src (row label\n"
+           "                  LN+res, RMS+res; the peer columns: the call without it, then a separate add)\n"
            "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm and RMSNorm f32+bf16, BatchNorm f32)\n"
            "  --threads LIST  thread counts (default: 1 and all = %d)\n"
            "  --isa NAME      force the library path (scalar, sse, avx2, avx512, avx512_bf16, neon, neon_bf16) via desc.isa\n"
@@ -1077,7 +1128,25 @@ int main(int argc, char **argv) {
             r->gbs = bytes / tm.med * 1e-9;
             /* oneDNN takes its thread count when the primitive is created
                (its OpenMP regions name it), so one primitive per thread count */
-            if (!no_dnnl) {
+            if (p->res) { /* the peer: the same call without the residual, then a separate add */
+                libcall U = L;
+                check c2;
+                U.unfused = 1;
+                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
+                if (lib_run(&U) == NBWD_OK) {
+                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
+                    if (!c2.ok)
+                        fprintf(stderr, "\n*** unfused result check failed: %s %s %s, %d threads: %s\n", OP_LABEL(p),
+                                p->shape, dt_name(p->dt), thr[t], c2.msg);
+                    if (time_it(run_lib_cb, &U, &tm) == 0) {
+                        r->dnnl_state = c2.ok ? 1 : 2;
+                        r->dnnl_med = tm.med;
+                        r->dnnl_gbs = bytes / tm.med * 1e-9;
+                        r->speedup = tm.med / r->med;
+                        snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "unfused: norm_bwd, then add");
+                    }
+                }
+            } else if (!no_dnnl) {
                 int bf = p->dt == NBWD_BF16;
                 if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
                 else if (p->rms) snprintf(why, sizeof why, "no RMSNorm before oneDNN 3.9");
@@ -1179,7 +1248,7 @@ int main(int argc, char **argv) {
            "check: rel. L2 error vs float64 reference (worst of dx, dgamma, dbeta) before timing; det: outputs\n"
            "bitwise equal to the first thread count's; dnnl_ms '!': oneDNN's result failed the same check.\n"
            "%%ceil: of the row's ceiling (DRAM: the better store kind); %%rs: of the regular-store ceiling.\n"
-           "speedup: oneDNN median / norm_bwd median (> 1: norm_bwd faster).\n\n",
+           "speedup: oneDNN median / norm_bwd median (> 1: norm_bwd faster); on +res rows the peer columns are the unfused pair (the call without the residual, then a separate add).\n\n",
            caller_ws ? "from the caller" : "NULL (library allocates)");
     print_row_header();
     for (i = 0; i < nrows; ++i) print_row(&rows[i]);
