@@ -1281,13 +1281,87 @@ static void ln_residual_dst(void) {
     }
 }
 
+/* 15. The DST_RSTD form against the x form on the same problem (f32, scales
+   near 1, y made in float64 from x and rounded once): the manual says the
+   two agree within 32 ulps of the size of dx's terms. */
+static void ln_dst_vs_x(void) {
+    enum { R = 16, N = 300 };
+    static float x[R * N], y[R * N], dy[R * N], mean[R], rstd[R], gamma[N], beta[N], dx1[R * N], dx2[R * N];
+    static float dg1[N], dg2[N];
+    int64_t dims[2] = {R, N};
+    t_rng rng;
+    int op, r, j;
+    t_case("DST_RSTD form against the x form");
+    t_rng_seed(&rng, 4242);
+    for (j = 0; j < N; ++j) { gamma[j] = (float)(1.0 + 0.25 * t_rng_normal(&rng)); beta[j] = (float)t_rng_normal(&rng); }
+    for (op = 0; op < 2; ++op) {
+        nbwd_layer_norm_bwd_desc d;
+        nbwd_layer_norm_bwd_args a;
+        double worst = 0.0;
+        for (r = 0; r < R; ++r) {
+            double s = 0, s2 = 0, m;
+            for (j = 0; j < N; ++j) {
+                x[r * N + j] = (float)(0.5 + 2.0 * t_rng_normal(&rng));
+                dy[r * N + j] = (float)t_rng_normal(&rng);
+                s += x[r * N + j];
+            }
+            m = op ? 0.0 : s / N;
+            for (j = 0; j < N; ++j) s2 += (x[r * N + j] - m) * (x[r * N + j] - m);
+            mean[r] = (float)m;
+            rstd[r] = (float)(1.0 / sqrt(s2 / N + 1e-5));
+            for (j = 0; j < N; ++j)
+                y[r * N + j] = (float)(((double)x[r * N + j] - mean[r]) * rstd[r] * gamma[j] + (op ? 0.0 : beta[j]));
+        }
+        if (op) nbwd_rms_norm_bwd_desc_init(&d, 2, dims);
+        else nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+        d.isa = g_test_isa;
+        d.stats_form = NBWD_STATS_MEAN_RSTD;
+        memset(&a, 0, sizeof a);
+        a.src = x; a.diff_dst = dy; a.mean = op ? NULL : mean; a.rstd = rstd; a.gamma = gamma;
+        a.diff_src = dx1; a.diff_gamma = dg1;
+        if (op) {
+            nbwd_rms_norm_bwd_args ra;
+            memset(&ra, 0, sizeof ra);
+            ra.src = x; ra.diff_dst = dy; ra.rstd = rstd; ra.gamma = gamma; ra.diff_src = dx1; ra.diff_gamma = dg1;
+            CHECK_STATUS(nbwd_rms_norm_bwd(&d, &ra, NULL, 0), NBWD_OK);
+            d.stats_form = NBWD_STATS_DST_RSTD;
+            ra.src = NULL; ra.dst = y; ra.diff_src = dx2; ra.diff_gamma = dg2;
+            CHECK_STATUS(nbwd_rms_norm_bwd(&d, &ra, NULL, 0), NBWD_OK);
+        } else {
+            CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+            d.stats_form = NBWD_STATS_DST_RSTD;
+            a.src = NULL; a.mean = NULL; a.dst = y; a.beta = beta; a.diff_src = dx2; a.diff_gamma = dg2;
+            CHECK_STATUS(nbwd_layer_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        }
+        for (r = 0; r < R; ++r) {
+            double sg = 0, sgx = 0, mg, mgx;
+            for (j = 0; j < N; ++j) {
+                double xh = ((double)x[r * N + j] - mean[r]) * rstd[r], g = (double)dy[r * N + j] * gamma[j];
+                sg += g; sgx += g * xh;
+            }
+            mg = op ? 0.0 : sg / N; mgx = sgx / N;
+            for (j = 0; j < N; ++j) {
+                double xh = ((double)x[r * N + j] - mean[r]) * rstd[r], g = (double)dy[r * N + j] * gamma[j];
+                double scale = rstd[r] * (fabs(g) + fabs(mg) + fabs(xh * mgx)) * ldexp(1.0, -24);
+                double e = fabs((double)dx1[r * N + j] - (double)dx2[r * N + j]) / scale;
+                if (e > worst) worst = e;
+            }
+        }
+        CHECK(worst <= 32.0, "%s: DST_RSTD and x-form diff_src differ by %.3g ulps of their terms (bound 32)",
+              op ? "RMSNorm" : "LayerNorm", worst);
+        for (j = 0; j < N; ++j)
+            CHECK(fabs((double)dg1[j] - dg2[j]) <= 1e-5 * (1.0 + fabs(dg1[j])), "diff_gamma[%d]: %.9g vs %.9g", j,
+                  (double)dg1[j], (double)dg2[j]);
+    }
+}
+
 void test_layer_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", ln_full_cross}, {"row lengths", ln_row_lengths}, {"ranks and axes", ln_ranks_axes}, {"ranks 5..8", ln_high_ranks},
         {"strides", ln_strides},       {"in-place", ln_inplace},        {"accumulate", ln_accumulate},
         {"degenerate", ln_degenerate}, {"invariants", ln_invariants},   {"threads", ln_threads},
         {"large", ln_large},           {"gamma offset", ln_gamma_offset}, {"rms norm", rms_cases},
-        {"residual, dst form", ln_residual_dst},
+        {"residual, dst form", ln_residual_dst}, {"dst form vs x form", ln_dst_vs_x},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
