@@ -1,5 +1,5 @@
-/* norm_bwd_gpu.h - the optional CUDA path of norm_bwd.h: LayerNorm and
-   BatchNorm training backward on device pointers, with the CPU API's
+/* norm_bwd_gpu.h - the optional CUDA path of norm_bwd.h: LayerNorm, RMSNorm
+   and BatchNorm training backward on device pointers, with the CPU API's
    descriptors, arguments, semantics and status codes.
    MIT or public domain, like norm_bwd.h (see the end of norm_bwd.h).
 
@@ -7,7 +7,9 @@
    the host-side logic (validation, statuses, workspace sizes, the no-GPU
    path) is tested everywhere, and `make test-gpu` has passed on an NVIDIA
    H100 (also under compute-sanitizer memcheck). Correct, not yet tuned:
-   16-bit data reaches a fraction of the bandwidth f32 does (README).
+   16-bit data reaches a fraction of the bandwidth f32 does (README). The
+   later args.diff_residual and NBWD_STATS_DST_RSTD paths compile and have
+   their device tests in tests/gpu/test_gpu.cu, not yet run on a GPU.
 
    ============================================================================
    COMPILING
@@ -55,10 +57,16 @@
        const char *nbwd_gpu_last_error(void)
    desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
    operation, statistics form, dtype combination, optional output, stride,
-   layout and flag of the CPU API, except strided parameter tensors
-   (gamma_strides, diff_gamma_strides, diff_beta_strides of either desc)
-   and BatchNorm's [C] statistics strides: those give NBWD_ERR_UNSUPPORTED
-   on the GPU. All tensor pointers in args, and the
+   layout and flag of the CPU API, including LayerNorm's and RMSNorm's
+   args.diff_residual (added to diff_src in the same pass, in f32 before
+   the one rounding to the data type; its own strides, or diff_src itself)
+   and their NBWD_STATS_DST_RSTD form (the forward output dst, rstd, gamma
+   and an optional beta; xhat recovered as on the CPU: (dst - beta) *
+   (1 / (gamma + gamma_offset)), 0 where that scale is 0 or subnormal).
+   Not on the GPU (NBWD_ERR_UNSUPPORTED): strided parameter tensors
+   (gamma_strides, diff_gamma_strides, diff_beta_strides of either desc, and
+   beta_strides where the DST_RSTD form reads beta) and BatchNorm's [C]
+   statistics strides. All tensor pointers in args, and the
    workspace, are DEVICE pointers; desc (and its stride arrays) live in host
    memory. stream is a cudaStream_t passed as void * (NULL: the default
    stream). desc->num_threads and desc->isa are validated as on the CPU and
@@ -109,7 +117,10 @@
    or the data alignment: 16-byte vector loads and the scalar fallback add in
    the same order), so results are bitwise identical from run to run, on any
    grid size and on any GPU that runs the same binary. They differ from the
-   CPU path in the last bits (different summation order, FMA).
+   CPU path in the last bits (different summation order, FMA). The
+   DST_RSTD form's xhat has the CPU path's bits (an IEEE reciprocal of the
+   scale, then a separate subtract and multiply, never contracted), and so
+   has the residual's addition before the narrowing.
    16-bit values are widened exactly and narrowed with __float2half_rn /
    __float2bfloat16_rn (round to nearest even; NaN payloads may differ from
    the CPU conversions).
@@ -339,13 +350,26 @@ static nbwd_status nbwdg__reject(const char *entry, nbwd_status s) {
     return s;
 }
 
-/* The device kernels index the parameter tensors densely. */
-static nbwd_status nbwdg__params_dense(const nbwd__params *q) {
+/* The device kernels index the parameter tensors densely. beta_read: the
+   call reads beta (LayerNorm's DST_RSTD form); else its strides do not
+   matter. */
+static nbwd_status nbwdg__params_dense(const nbwd__params *q, int beta_read) {
+    static const char *const name[NBWD__NPAR] = {"gamma", "beta", "diff_gamma", "diff_beta"};
     int t;
     for (t = 0; t < NBWD__NPAR; ++t)
-        if (t != NBWD__PB && !q->dense[t]) /* beta: never read */
-            return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense gamma, diff_gamma and diff_beta only");
+        if (!q->dense[t] && (t != NBWD__PB || beta_read))
+            return nbwd__fail(NBWD_ERR_UNSUPPORTED,
+                              "desc.%s_strides: the GPU path takes dense gamma, diff_gamma and diff_beta only (and a "
+                              "dense beta where the NBWD_STATS_DST_RSTD form reads it)",
+                              name[t]);
     return NBWD_OK;
+}
+
+/* LayerNorm's DST_RSTD form recovers xhat from dst with gamma and beta
+   where it is used: for diff_src and diff_gamma, with affine (diff_beta
+   alone needs no xhat). */
+static int nbwdg__ln_unscales(const nbwd__ln_plan *p, const nbwd_layer_norm_bwd_args *a) {
+    return p->form == NBWD_STATS_DST_RSTD && p->affine && (a->diff_src || a->diff_gamma);
 }
 
 /* Full validation: the CPU checks, then the workspace. */
@@ -355,7 +379,7 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int r
     if ((s = nbwd__ln_plan_desc(desc, rms, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
-    if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
+    if ((s = nbwdg__params_dense(&p->par, nbwdg__ln_unscales(p, args) && args->beta)) != NBWD_OK) return s;
     nbwdg__ln_config(p, c);
     if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0; /* as a CPU call that succeeds */
     return s;
@@ -367,7 +391,7 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__bn_check_args(desc, p, args)) != NBWD_OK) return s;
-    if ((s = nbwdg__params_dense(&p->par)) != NBWD_OK) return s;
+    if ((s = nbwdg__params_dense(&p->par, 0)) != NBWD_OK) return s;
     if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
         return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
     nbwdg__bn_config(p, c);
@@ -495,9 +519,11 @@ __device__ __forceinline__ void nbwdg__write_param(void *out, int64_t j, int pdt
 __device__ __forceinline__ void nbwdg__stats(int form, int sdt, float eps, const void *mean, int64_t mi,
                                              const void *spread, int64_t si, float &xm, float &xs, float &rstd) {
     double s = nbwdg__ld(spread, si, sdt);
-    if (form == NBWD_STATS_XHAT_STD) {
+    if (form == NBWD_STATS_XHAT_STD || form == NBWD_STATS_DST_RSTD) {
+        /* the input is xhat, or (DST_RSTD) what xhat is recovered from:
+           (x - 0) * 1 is exact */
         xm = 0.0f; xs = 1.0f;
-        rstd = (float)(1.0 / s);
+        rstd = form == NBWD_STATS_DST_RSTD ? (float)s : (float)(1.0 / s);
         return;
     }
     xm = mean ? nbwdg__ld(mean, mi, sdt) : 0.0f; /* RMSNorm: no mean */
@@ -555,10 +581,11 @@ __device__ __forceinline__ void nbwdg__stv(void *base, int64_t e0, int cnt, int 
             if (i < cnt) p[i] = v.e[i];
     }
 }
-/* gamma (f32 or the data type) for one chunk, as floats, plus the offset
-   (added only when nonzero: gamma's -0 stays -0, as on the CPU). */
+/* A parameter tensor (f32 or the data type: gamma, beta) for one chunk,
+   as floats, plus the offset (added only when nonzero: gamma's -0 stays
+   -0, as on the CPU). */
 template <int DT>
-__device__ __forceinline__ void nbwdg__ld_gamma(float *gm, const void *g, int pdt, int64_t e0, int cnt, int gvec,
+__device__ __forceinline__ void nbwdg__ld_param(float *gm, const void *g, int pdt, int64_t e0, int cnt, int gvec,
                                                 float offset) {
     enum { V = nbwdg__ty<DT>::V };
     if (gvec && pdt == NBWD_F32) {
@@ -626,17 +653,60 @@ __device__ __forceinline__ void nbwdg__group_sum2(float &a, float &b, int G, uns
 
 /* -------------------------------------------------------- LayerNorm */
 struct nbwdg__ln_k {
-    nbwd__outer o; /* rows: x, dy, dx, mean, spread */
-    const void *x, *dy, *mean, *spread, *gamma; /* gamma NULL: 1 (no affine, or no dx) */
+    nbwd__outer o; /* rows: x, dy, dx, mean, spread, residual (NBWD__TX..TRES) */
+    const void *x, *dy, *mean, *spread;
+    const void *gamma; /* NULL: 1 (no affine, or neither dx nor unscale reads it) */
+    const void *beta;  /* unscale: the forward's bias (NULL: none) */
+    const void *res;   /* diff_residual, added to dx (NULL: none) */
     void *dx;
     float *part; /* [nblocks][2][n] */
     int64_t rows, n, R, nblocks;
-    int sdt, pdt, form, want_dx, want_pg, vec, gvec, G;
+    int sdt, pdt, form, want_dx, want_pg, vec, gvec, bvec, G;
     int acc_smem; /* A == 1: column partials in shared memory (else global) */
     float eps;
     float gamma_offset; /* desc.gamma_offset: the scale is gamma + it */
     int rms;            /* RMSNorm: no mean (NULL), no mean(g) term */
+    /* DST_RSTD with affine: x is the forward output and xhat is recovered
+       per element (a runtime flag, not a template argument: no more
+       kernel instances to compile) */
+    int unscale;
 };
+
+
+/* xhat of one element of the forward output y = xhat * scale + beta: (y -
+   beta) * (1 / scale) with an IEEE reciprocal and a separate subtract and
+   multiply (never contracted), so the bits are the CPU path's. A zero or
+   subnormal scale leaves no trace of xhat in y: 0 there (a NaN or
+   infinite y stays NaN, as x would). */
+__device__ __forceinline__ float nbwdg__unscale(float y, float scale, float beta) {
+    const float inv = fabsf(scale) >= 1.17549435e-38f ? __frcp_rn(scale) : 0.0f; /* FLT_MIN */
+    return __fmul_rn(__fsub_rn(y, beta), inv);
+}
+/* xhat of a chunk: (x - mean) * rstd (xhat itself with xm 0, xs 1:
+   exact), or recovered from the forward output with the chunk's scale gm
+   (gamma + offset, loaded by the caller for dx too) and beta (0 without
+   one). One branch per chunk, beta live only inside it: less register
+   pressure (spills) in the kernels every form shares. */
+template <int DT>
+__device__ __forceinline__ void nbwdg__xhats(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, int64_t e0, int cnt,
+                                             float xm, float xs, const float *gm, float *xh) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    if (p.unscale) {
+        float bm[V];
+        if (p.beta) {
+            nbwdg__ld_param<DT>(bm, p.beta, p.pdt, e0, cnt, p.bvec, 0.0f);
+        } else {
+#pragma unroll
+            for (int v = 0; v < V; ++v) bm[v] = 0.0f;
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) xh[v] = nbwdg__unscale(TY::in(cx.e[v]), gm[v], bm[v]);
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) xh[v] = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+    }
+}
 
 /* Pass-1 work on one chunk: the row sums (sg, sgx) and the column partials
    (A == 0: registers ra/rb; A == 1: acc[0..n) and acc[n..2n), which is
@@ -648,13 +718,14 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
                                                 float *ra, float *rb, float *acc) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    float gm[V];
-    if (p.want_dx && p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    float gm[V], xhv[V];
+    if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    nbwdg__xhats<DT>(p, cx, e0, cnt, xm, xs, gm, xhv);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         if (v < cnt) {
             const float dv = TY::in(cy.e[v]);
-            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+            const float xh = xhv[v];
             if (p.want_dx) {
                 const float g = p.gamma ? __fmul_rn(dv, gm[v]) : dv;
                 sg = __fadd_rn(sg, g);
@@ -673,22 +744,29 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
     }
 }
 
-/* Pass 2 on one chunk: dx = rstd * (g - (mean_g + xhat * mean_gx)). */
+/* Pass 2 on one chunk: dx = rstd * (g - (mean_g + xhat * mean_gx)), plus
+   the residual gradient (resr: its row, or NULL) in f32, so that dx is
+   rounded to the data type once. The residual may be dx itself: each
+   element is read before the same thread writes it. */
 template <int DT>
 __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
-                                                void *dxr, int64_t e0, int cnt, float xm, float xs, float mg,
-                                                float mgx, float rstd) {
+                                                void *dxr, const void *resr, int64_t e0, int cnt, float xm, float xs,
+                                                float mg, float mgx, float rstd) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    float gm[V];
-    nbwdg__vec<DT> o;
-    if (p.gamma) nbwdg__ld_gamma<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    float gm[V], xhv[V];
+    nbwdg__vec<DT> o, cr;
+    if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    nbwdg__xhats<DT>(p, cx, e0, cnt, xm, xs, gm, xhv);
+    if (resr) cr = nbwdg__ldv<DT>(resr, e0, cnt, p.vec);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         const float dv = TY::in(cy.e[v]);
-        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+        const float xh = xhv[v];
         const float g = p.gamma ? __fmul_rn(dv, gm[v]) : dv;
-        o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx, mg)), rstd));
+        float d = __fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx, mg)), rstd);
+        if (resr) d = __fadd_rn(d, TY::in(cr.e[v]));
+        o.e[v] = TY::out(d);
     }
     nbwdg__stv<DT>(dxr, e0, cnt, p.vec, o);
 }
@@ -730,10 +808,11 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
             int64_t off[NBWD__MAX_T];
             float xm, xs, rstd, sg = 0.0f, sgx = 0.0f;
             nbwdg__offsets(p.o, row, off);
-            nbwdg__stats(p.form, p.sdt, p.eps, p.mean, off[3], p.spread, off[4], xm, xs, rstd);
-            const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
-            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
-            void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[2]) : nullptr;
+            nbwdg__stats(p.form, p.sdt, p.eps, p.mean, off[NBWD__TMEAN], p.spread, off[NBWD__TVAR], xm, xs, rstd);
+            const typename TY::S *xr = (const typename TY::S *)p.x + off[NBWD__TX];
+            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[NBWD__TDY];
+            void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[NBWD__TDX]) : nullptr;
+            const void *resr = p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__TRES]) : nullptr;
             if constexpr (K > 0) {
                 nbwdg__vec<DT> cx[K], cy[K];
 #pragma unroll
@@ -755,8 +834,8 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                     for (int k = 0; k < K; ++k) {
                         const int64_t c = lane + (int64_t)k * G, e0 = c * V;
                         if (c < chunks)
-                            nbwdg__ln_pass2<DT>(p, cx[k], cy[k], dxr, e0, n - e0 < V ? (int)(n - e0) : V, xm, xs, mg,
-                                                mgx, rstd);
+                            nbwdg__ln_pass2<DT>(p, cx[k], cy[k], dxr, resr, e0, n - e0 < V ? (int)(n - e0) : V, xm,
+                                                xs, mg, mgx, rstd);
                     }
                 }
             } else { /* long rows: two passes over global memory */
@@ -776,7 +855,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                         const int cnt = n - e0 < V ? (int)(n - e0) : V;
                         const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
                         const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                        nbwdg__ln_pass2<DT>(p, cx, cy, dxr, e0, cnt, xm, xs, mg, mgx, rstd);
+                        nbwdg__ln_pass2<DT>(p, cx, cy, dxr, resr, e0, cnt, xm, xs, mg, mgx, rstd);
                     }
                 }
             }
@@ -1143,24 +1222,32 @@ static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, i
         char *ws = c.ws_bytes ? nbwdg__ws_base(workspace) : NULL;
         size_t smem;
         memset(&k, 0, sizeof k);
+        k.res = args->diff_residual;
+        /* no residual: its strides copy diff_src's, never keeping the outer
+           dims from merging */
+        if (!k.res) memcpy(p.st[NBWD__TRES], p.st[NBWD__TDX], sizeof p.st[NBWD__TDX]);
         nbwd__outer_init(&k.o, p.axis, desc->dims, NBWD__MAX_T, p.st);
-        k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
+        k.x = nbwd__x_of(p.form, args->src, args->xhat, args->dst);
         k.dy = args->diff_dst;
         k.dx = args->diff_src;
-        k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean; /* RMSNorm: NULL */
+        k.mean = nbwd__has_mean(p.form) ? args->mean : NULL; /* RMSNorm: NULL */
         k.rms = p.rms;
-        k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
-                   : p.form == NBWD_STATS_MEAN_RSTD   ? args->rstd
-                                                      : args->std;
-        k.gamma = p.affine && want_dx ? args->gamma : NULL;
+        k.spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
+        /* gamma scales dy for dx; DST_RSTD also recovers xhat with it (and
+           beta) for diff_gamma */
+        k.unscale = nbwdg__ln_unscales(&p, args);
+        k.gamma = p.affine && (want_dx || k.unscale) ? args->gamma : NULL;
+        k.beta = k.unscale ? args->beta : NULL;
         k.gamma_offset = p.gamma_offset;
         k.part = want_dg || want_db ? (float *)ws : NULL;
         k.rows = p.rows; k.n = p.n; k.R = c.R; k.nblocks = c.nblocks;
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.eps = p.eps;
         k.want_dx = want_dx; k.want_pg = want_dg || want_db; k.G = c.G;
         k.vec = p.n % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__TX, esz) &&
-                nbwdg__aligned(k.dy, &k.o, NBWD__TDY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__TDX, esz);
+                nbwdg__aligned(k.dy, &k.o, NBWD__TDY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__TDX, esz) &&
+                nbwdg__aligned(k.res, &k.o, NBWD__TRES, esz);
         k.gvec = k.gamma && p.n % c.V == 0 && (uintptr_t)k.gamma % 16 == 0;
+        k.bvec = k.beta && p.n % c.V == 0 && (uintptr_t)k.beta % 16 == 0;
         if (c.NG > 1) {
             smem = (size_t)c.NG * (size_t)p.n * 4;
         } else {

@@ -7,7 +7,10 @@
    `gpu_arena` (host memory for the stub, device memory on a GPU), so the
    address relations (aliasing) are the same for both calls. The includer
    provides nbwdt_check(int ok, const char *what) and, on a GPU,
-   nbwdt_sync() (called after each GPU call that returned NBWD_OK). */
+   nbwdt_sync() (called after each GPU call that returned NBWD_OK).
+   A few valid inputs are outside what the GPU path takes (strided parameter
+   tensors): there the CPU call succeeds and the GPU call (stub or not) gives
+   NBWD_ERR_UNSUPPORTED, with a message that names the strides. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +20,8 @@
 #define NBWDT_GPU_WS_OFF (512 * 1024) /* GPU workspace inside the arena */
 
 /* LayerNorm [4, 8] f32: x 0, dy 4096, dx 8192, mean 12288, var 12800,
-   gamma 13312, beta 13824, dgamma 14336, dbeta 14848. */
+   gamma 13312, beta 13824, dgamma 14336, dbeta 14848; free for the cases:
+   16384 on (a residual at 16384, padded tensors at 20000 and 24576). */
 static void nbwdt_ln_base(nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a, char *b) {
     int64_t dims[2] = {4, 8};
     nbwd_layer_norm_bwd_desc_init(d, 2, dims);
@@ -26,10 +30,21 @@ static void nbwdt_ln_base(nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args 
     a->gamma = b + 13312; a->beta = b + 13824; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
 }
 
+/* The DST_RSTD form of the base problem: the forward output where src was,
+   rstd where the variance was, beta read (the base has one). */
+static void nbwdt_ln_dst(nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a) {
+    d->stats_form = NBWD_STATS_DST_RSTD;
+    a->dst = a->src; a->src = NULL; a->mean = NULL;
+    a->rstd = a->variance; a->variance = NULL;
+}
+
 /* Case i: modifies the base problem. Returns 0 past the last case; bit 1:
-   pass desc NULL, bit 2: pass args NULL. *name gets a description. */
+   pass desc NULL, bit 2: pass args NULL, bit 8: valid, but not on the GPU
+   (NBWD_ERR_UNSUPPORTED there). *name gets a description. */
+#define NBWDT_GPU_UNSUPPORTED 8
 static int nbwdt_ln_case(int i, nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd_args *a, char *b, const char **name) {
     static const int64_t bad_inner[2] = {16, 2}, padded[2] = {12, 1}, overlap_dx[2] = {4, 1}, neg[2] = {-8, 1};
+    static const int64_t pstride2[1] = {2};
     switch (i) {
     case 0: *name = "valid (MEAN_VARIANCE, every output)"; return 1;
     case 1: *name = "desc NULL"; return 3;
@@ -45,7 +60,7 @@ static int nbwdt_ln_case(int i, nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd
     case 11: *name = "epsilon 0"; d->epsilon = 0.0f; return 1;
     case 12: *name = "epsilon NaN"; d->epsilon = (float)NAN; return 1;
     case 13: *name = "unknown flag"; d->flags = 2; return 1;
-    case 14: *name = "stats form 3"; d->stats_form = (nbwd_stats_form)3; return 1;
+    case 14: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
     case 15: *name = "num_threads -1"; d->num_threads = -1; return 1;
     case 16: *name = "isa 99"; d->isa = (nbwd_isa)99; return 1;
     case 17: *name = "inner stride 2 (not dense)"; d->src_strides = bad_inner; return 1;
@@ -81,6 +96,53 @@ static int nbwdt_ln_case(int i, nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd
     case 44: *name = "accumulate (valid)"; d->flags = NBWD_ACCUMULATE_PARAM_GRADS; return 1;
     case 45: *name = "dim overflow"; d->dims[0] = (int64_t)1 << 40; d->dims[1] = (int64_t)1 << 40; return 1;
     case 46: *name = "rank 3, axis 1 (valid)"; d->rank = 3; d->dims[1] = 2; d->dims[2] = 4; d->begin_norm_axis = 1; return 1;
+    /* diff_residual: added to diff_src, its own tensor or diff_src itself */
+    case 47: *name = "residual (valid)"; a->diff_residual = b + 16384; return 1;
+    case 48: *name = "residual without diff_src"; a->diff_residual = b + 16384; a->diff_src = NULL; return 1;
+    case 49: *name = "residual == diff_src, accumulate in place (valid)"; a->diff_residual = a->diff_src; return 1;
+    case 50: *name = "residual overlaps diff_src partly"; a->diff_residual = b + 8192 + 4; return 1;
+    case 51: *name = "residual with padded strides of its own (valid)"; d->diff_residual_strides = padded;
+        a->diff_residual = b + 24576; return 1;
+    case 52: *name = "residual with inner stride 2"; d->diff_residual_strides = bad_inner; a->diff_residual = b + 24576;
+        return 1;
+    case 53: *name = "residual == diff_src, but other strides"; d->diff_residual_strides = padded;
+        a->diff_residual = a->diff_src; return 1;
+    case 54: *name = "residual over diff_gamma"; a->diff_residual = b + 14336 - 64; return 1;
+    case 55: *name = "residual == diff_dst, an input (valid)"; a->diff_residual = a->diff_dst; return 1;
+    case 56: *name = "residual == diff_src == diff_dst (valid)"; a->diff_src = b + 4096; a->diff_residual = b + 4096; return 1;
+    /* NBWD_STATS_DST_RSTD: the forward output, rstd, gamma and beta */
+    case 57: *name = "DST_RSTD (valid)"; nbwdt_ln_dst(d, a); return 1;
+    case 58: *name = "DST_RSTD without beta (valid)"; nbwdt_ln_dst(d, a); a->beta = NULL; return 1;
+    case 59: *name = "DST_RSTD with dst NULL"; nbwdt_ln_dst(d, a); a->dst = NULL; return 1;
+    case 60: *name = "DST_RSTD with src given"; nbwdt_ln_dst(d, a); a->src = b + 30000; return 1;
+    case 61: *name = "DST_RSTD with mean given"; nbwdt_ln_dst(d, a); a->mean = b + 12288; return 1;
+    case 62: *name = "DST_RSTD with variance, no rstd"; nbwdt_ln_dst(d, a); a->variance = a->rstd; a->rstd = NULL;
+        return 1;
+    case 63: *name = "DST_RSTD with rstd NULL"; nbwdt_ln_dst(d, a); a->rstd = NULL; return 1;
+    case 64: *name = "DST_RSTD, gamma NULL with diff_gamma only"; nbwdt_ln_dst(d, a); a->gamma = NULL;
+        a->diff_src = NULL; return 1;
+    case 65: *name = "DST_RSTD, gamma NULL with diff_beta only (valid)"; nbwdt_ln_dst(d, a); a->gamma = NULL;
+        a->diff_src = a->diff_gamma = NULL; return 1;
+    case 66: *name = "DST_RSTD, beta over diff_gamma"; nbwdt_ln_dst(d, a); a->beta = b + 14336 + 4; return 1;
+    case 67: *name = "DST_RSTD without affine (valid)"; nbwdt_ln_dst(d, a); d->use_affine = 0; a->gamma = a->beta = NULL;
+        a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 68: *name = "DST_RSTD, in place diff_src == dst (valid)"; nbwdt_ln_dst(d, a); a->diff_src = b; return 1;
+    case 69: *name = "DST_RSTD with residual in place, offset gamma, bf16 (valid)"; nbwdt_ln_dst(d, a);
+        d->data_dtype = d->param_dtype = NBWD_BF16; d->gamma_offset = 1.0f; a->diff_residual = a->diff_src; return 1;
+    case 70: *name = "DST_RSTD with std given"; nbwdt_ln_dst(d, a); a->std = b + 30000; return 1;
+    /* strided parameter tensors: the CPU takes them, the GPU does not */
+    case 71: *name = "strided gamma (GPU: unsupported)"; d->gamma_strides = pstride2; return 1 | NBWDT_GPU_UNSUPPORTED;
+    case 72: *name = "strided diff_beta (GPU: unsupported)"; d->diff_beta_strides = pstride2;
+        return 1 | NBWDT_GPU_UNSUPPORTED;
+    case 73: *name = "strided beta, never read (valid)"; d->beta_strides = pstride2; return 1;
+    case 74: *name = "DST_RSTD with strided beta (GPU: unsupported)"; nbwdt_ln_dst(d, a); d->beta_strides = pstride2;
+        return 1 | NBWDT_GPU_UNSUPPORTED;
+    case 75: *name = "DST_RSTD with strided beta, beta NULL (valid)"; nbwdt_ln_dst(d, a); d->beta_strides = pstride2;
+        a->beta = NULL; return 1;
+    case 76: *name = "DST_RSTD with strided beta, diff_beta only (valid: beta not read)"; nbwdt_ln_dst(d, a);
+        d->beta_strides = pstride2; a->diff_src = a->diff_gamma = NULL; return 1;
+    case 77: *name = "DST_RSTD with strided beta, diff_gamma only (GPU: unsupported)"; nbwdt_ln_dst(d, a);
+        d->beta_strides = pstride2; a->diff_src = a->diff_beta = NULL; return 1 | NBWDT_GPU_UNSUPPORTED;
     default: return 0;
     }
 }
@@ -123,6 +185,11 @@ static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd
     case 21: *name = "XHAT_STD with src given"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = b + 30000; return 1;
     case 22: *name = "rank 2 NCX (valid)"; d->rank = 2; d->layout = NBWD_NCX; return 1;
     case 23: *name = "diff_src NULL, param grads only (valid)"; a->diff_src = NULL; return 1;
+    case 24: *name = "DST_RSTD form (LayerNorm's only)"; d->stats_form = NBWD_STATS_DST_RSTD; a->rstd = a->variance;
+        a->variance = NULL; a->mean = NULL; return 1;
+    case 25: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
+    case 26: *name = "strided gamma (GPU: unsupported)"; { static const int64_t two[1] = {2}; d->gamma_strides = two; }
+        return 1 | NBWDT_GPU_UNSUPPORTED;
     default: return 0;
     }
 }
@@ -146,8 +213,27 @@ static void nbwdt_same_message(const char *cpu_msg, const char *cpu_entry, const
                 what);
 }
 
+/* One case's statuses: the GPU gives the CPU's refusal, or ok_status where
+   the CPU takes the input, or (NBWDT_GPU_UNSUPPORTED) NBWD_ERR_UNSUPPORTED
+   where the CPU takes it and the GPU path does not, saying which strides. */
+static void nbwdt_expect(nbwd_status sc, nbwd_status sg, int f, nbwd_status ok_status, const char *op,
+                         const char *gpu_entry, const char *name) {
+    char what[400], prefix[100];
+    const nbwd_status want = (f & NBWDT_GPU_UNSUPPORTED) ? NBWD_ERR_UNSUPPORTED : sc != NBWD_OK ? sc : ok_status;
+    snprintf(what, sizeof what, "%s status: %s: cpu %d gpu %d (expected %d)", op, name, (int)sc, (int)sg, (int)want);
+    nbwdt_check(sg == want && (!(f & NBWDT_GPU_UNSUPPORTED) || sc == NBWD_OK), what);
+    if (f & NBWDT_GPU_UNSUPPORTED) {
+        snprintf(prefix, sizeof prefix, "%s: NBWD_ERR_UNSUPPORTED: desc.", gpu_entry);
+        snprintf(what, sizeof what, "%s: %s: the GPU message names the strides: \"%.250s\"", op, name,
+                 nbwd_gpu_last_error());
+        nbwdt_check(strncmp(nbwd_gpu_last_error(), prefix, strlen(prefix)) == 0 &&
+                        strstr(nbwd_gpu_last_error(), "_strides") != NULL,
+                    what);
+    }
+}
+
 static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_status) {
-    char what[256], cpu_msg[600];
+    char cpu_msg[600];
     void *cpu_ws = malloc(1 << 20);
     const char *name;
     int i, f;
@@ -167,9 +253,7 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
                                      need, NULL);
         if (sg == NBWD_OK) NBWDT_SYNC();
         if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_layer_norm_bwd", "nbwd_gpu_layer_norm_bwd", name);
-        snprintf(what, sizeof what, "LayerNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
-                 (int)(sc != NBWD_OK ? sc : ok_status));
-        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+        nbwdt_expect(sc, sg, f, ok_status, "LayerNorm", "nbwd_gpu_layer_norm_bwd", name);
     }
     /* RMSNorm: the LayerNorm table through the RMSNorm entry points (its
        own descriptor stamp; the args without mean, the variance as the mean
@@ -190,10 +274,12 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         a1.src = l1.src; a1.xhat = l1.xhat; a1.diff_dst = l1.diff_dst; a1.mean_square = l1.variance;
         a1.rstd = l1.rstd; a1.std = l1.std; a1.gamma = l1.gamma; a1.diff_src = l1.diff_src;
         a1.diff_gamma = l1.diff_gamma; a1.diff_beta = l1.diff_beta;
+        a1.beta = l1.beta; a1.dst = l1.dst; a1.diff_residual = l1.diff_residual;
         memset(&a2, 0, sizeof a2);
         a2.src = l2.src; a2.xhat = l2.xhat; a2.diff_dst = l2.diff_dst; a2.mean_square = l2.variance;
         a2.rstd = l2.rstd; a2.std = l2.std; a2.gamma = l2.gamma; a2.diff_src = l2.diff_src;
         a2.diff_gamma = l2.diff_gamma; a2.diff_beta = l2.diff_beta;
+        a2.beta = l2.beta; a2.dst = l2.dst; a2.diff_residual = l2.diff_residual;
         if (nbwd_gpu_rms_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
         sc = nbwd_rms_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
         snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
@@ -201,9 +287,7 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
                                    need, NULL);
         if (sg == NBWD_OK) NBWDT_SYNC();
         if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_rms_norm_bwd", "nbwd_gpu_rms_norm_bwd", name);
-        snprintf(what, sizeof what, "RMSNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
-                 (int)(sc != NBWD_OK ? sc : ok_status));
-        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+        nbwdt_expect(sc, sg, f, ok_status, "RMSNorm", "nbwd_gpu_rms_norm_bwd", name);
     }
     { /* a LayerNorm descriptor is refused by the RMSNorm entry points, in the same words */
         nbwd_layer_norm_bwd_desc d;
@@ -231,9 +315,7 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
                                      NULL);
         if (sg == NBWD_OK) NBWDT_SYNC();
         if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_batch_norm_bwd", "nbwd_gpu_batch_norm_bwd", name);
-        snprintf(what, sizeof what, "BatchNorm status: %s: cpu %d gpu %d (expected %d)", name, (int)sc, (int)sg,
-                 (int)(sc != NBWD_OK ? sc : ok_status));
-        nbwdt_check(sg == (sc != NBWD_OK ? sc : ok_status), what);
+        nbwdt_expect(sc, sg, f, ok_status, "BatchNorm", "nbwd_gpu_batch_norm_bwd", name);
     }
     { /* GPU workspace rules */
         nbwd_layer_norm_bwd_desc d;
@@ -253,10 +335,35 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         nbwdt_check(nbwd_gpu_layer_norm_bwd(&d, &a, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
                         NBWD_ERR_INSUFFICIENT_WORKSPACE,
                     "LayerNorm: workspace one byte short");
+        d.stats_form = NBWD_STATS_DST_RSTD;
+        d.diff_residual_strides = NULL;
+        nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_OK && need2 == need,
+                    "LayerNorm workspace query: the DST_RSTD form needs no more");
+        {
+            nbwd_rms_norm_bwd_desc rd;
+            nbwd_rms_norm_bwd_desc_init(&rd, d.rank, d.dims);
+            rd.stats_form = NBWD_STATS_DST_RSTD;
+            nbwdt_check(nbwd_gpu_rms_norm_bwd_workspace_size(&rd, &need2) == NBWD_OK && need2 == need,
+                        "RMSNorm workspace query: the DST_RSTD form needs no more");
+        }
+        d.stats_form = NBWD_STATS_MEAN_VARIANCE;
         d.use_affine = 0;
         a.diff_gamma = a.diff_beta = NULL;
         nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_OK && need2 == 0,
                     "LayerNorm workspace query: 0 without affine");
+        {
+            nbwd_layer_norm_bwd_args r = a;
+            nbwd_status s;
+            nbwdt_ln_dst(&d, &r);
+            r.gamma = r.beta = NULL;
+            r.diff_residual = gpu_arena + 16384;
+            nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_OK && need2 == 0,
+                        "LayerNorm workspace query: 0 without affine in the DST_RSTD form");
+            s = nbwd_gpu_layer_norm_bwd(&d, &r, NULL, 0, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status, "LayerNorm: DST_RSTD and a residual without affine: no workspace");
+            d.stats_form = NBWD_STATS_MEAN_VARIANCE;
+        }
         {
             nbwd_status s = nbwd_gpu_layer_norm_bwd(&d, &a, NULL, 0, NULL);
             if (s == NBWD_OK) NBWDT_SYNC();

@@ -1,7 +1,9 @@
-/* CUDA tests of norm_bwd_gpu.h: every operation, statistics form, dtype
-   combination and option against a float64 reference computed on the host
-   and against the CPU path (norm_bwd.h, scalar, in this file), determinism
-   across runs and grid sizes, vector vs scalar loads (misaligned tensors).
+/* CUDA tests of norm_bwd_gpu.h: every operation, statistics form (with
+   LayerNorm's and RMSNorm's DST_RSTD), dtype combination and option (with
+   the residual gradient, own or in place) against a float64 reference
+   computed on the host and against the CPU path (norm_bwd.h, scalar, in
+   this file), determinism across runs and grid sizes, vector vs scalar
+   loads (misaligned tensors), NaN isolation in the DST_RSTD form.
    Without a GPU it runs the host-side checks (statuses, the no-device path),
    says that it found no GPU and exits 0. Last line: "N passed, N failed". */
 #define NORM_BWD_IMPLEMENTATION
@@ -96,7 +98,17 @@ struct LnCase {
     int inplace;  /* diff_src == diff_dst */
     int misalign; /* tensors one element off 16-byte alignment */
     int rms;      /* RMSNorm: no mean, the variance slot holds the mean square */
+    int residual; /* args.diff_residual: 0 none, 1 a tensor of its own, 2 diff_src itself (in place) */
+    int res_pad;  /* residual 1: elements of padding of its own (its own strides) */
+    int no_beta;  /* DST_RSTD form: args.beta NULL */
+    int zero_gamma; /* some columns' gamma + offset exactly 0 (and, offset 0, subnormal) */
 };
+
+/* xhat from the forward output in float64: 0 where the scale is under
+   FLT_MIN (times y - beta: NaN stays NaN) */
+static double ref_unscale(double y, double ge, double be) {
+    return fabs(ge) < 1.17549435082228751e-38 ? (y - be) * 0.0 : (y - be) / ge;
+}
 
 /* The entry points of c's operation (RMSNorm: LayerNorm's args but the
    mean, moved into RMSNorm's struct) */
@@ -105,6 +117,7 @@ static nbwd_rms_norm_bwd_args ln_as_rms(const nbwd_layer_norm_bwd_args &a) {
     memset(&r, 0, sizeof r);
     r.src = a.src; r.xhat = a.xhat; r.diff_dst = a.diff_dst; r.mean_square = a.variance; r.rstd = a.rstd;
     r.std = a.std; r.gamma = a.gamma; r.diff_src = a.diff_src; r.diff_gamma = a.diff_gamma; r.diff_beta = a.diff_beta;
+    r.beta = a.beta; r.dst = a.dst; r.diff_residual = a.diff_residual;
     return r;
 }
 static nbwd_status gpu_ln_call(const LnCase &c, const nbwd_layer_norm_bwd_desc *d, const nbwd_layer_norm_bwd_args &a,
@@ -123,11 +136,12 @@ static nbwd_status cpu_ln_call(const LnCase &c, const nbwd_layer_norm_bwd_desc *
    GPU determinism checks. */
 static void ln_run(const LnCase &c) {
     char what[512];
-    snprintf(what, sizeof what, "%s rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d offset %g",
+    snprintf(what, sizeof what, "%s rank %d dims [%lld %lld %lld %lld] axis %d dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d offset %g res %d/%d nobeta %d zerog %d",
              c.rms ? "RMS" : "LN", c.rank, (long long)c.dims[0], (long long)c.dims[1], (long long)c.dims[2],
              (long long)c.dims[3], c.axis,
              c.dt, c.sdt, c.pdt, c.form, c.affine, c.want_dx, c.want_dg, c.want_db, c.accumulate, c.pad, c.inplace,
-             c.misalign, (double)c.gamma_offset);
+             c.misalign, (double)c.gamma_offset, c.residual, c.res_pad, c.no_beta, c.zero_gamma);
+    const int dst_form = c.form == NBWD_STATS_DST_RSTD, mean_form = !dst_form && c.form != NBWD_STATS_XHAT_STD;
     int64_t rows = 1, n = 1;
     for (int d = 0; d < c.axis; ++d) rows *= c.dims[d];
     for (int d = c.axis; d < c.rank; ++d) n *= c.dims[d];
@@ -138,6 +152,12 @@ static void ln_run(const LnCase &c) {
         s *= c.dims[d] + (d == c.axis - 1 ? c.pad : 0);
     }
     const int64_t span = s; /* elements spanned */
+    /* the residual's strides: its own padding, or diff_src's (in place) */
+    int64_t st_res[NBWD_MAX_RANK], s_res = 1;
+    for (int d = c.rank - 1; d >= 0; --d) {
+        st_res[d] = c.residual == 2 ? st[d] : s_res;
+        s_res *= c.dims[d] + (d == c.axis - 1 ? (c.residual == 2 ? c.pad : c.res_pad) : 0);
+    }
     nbwd_layer_norm_bwd_desc desc;
     if (c.rms) nbwd_rms_norm_bwd_desc_init(&desc, c.rank, c.dims);
     else nbwd_layer_norm_bwd_desc_init(&desc, c.rank, c.dims);
@@ -148,46 +168,74 @@ static void ln_run(const LnCase &c) {
     desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
     desc.flags = c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
     if (c.pad) desc.src_strides = desc.diff_dst_strides = desc.diff_src_strides = st;
+    if (c.residual == 2 ? c.pad : c.res_pad) desc.diff_residual_strides = st_res;
+    /* the row offsets of x, dy, dx and of the residual */
+    auto row_off = [&](int64_t r, const int64_t *strides) {
+        int64_t o = 0;
+        for (int d = c.axis - 1; d >= 0; --d) { o += (r % c.dims[d]) * strides[d]; r /= c.dims[d]; }
+        return o;
+    };
 
-    Buf x, dy, dx, mean, spread, gamma, dg, db;
+    Buf x, dy, dx, mean, spread, gamma, beta, dg, db, res;
     const int64_t mis = c.misalign ? 1 : 0;
     x.alloc(c.dt, span, mis); dy.alloc(c.dt, span, mis); dx.alloc(c.dt, span, mis);
+    res.alloc(c.dt, c.residual ? s_res : 1, mis);
     mean.alloc(c.sdt, rows, 0); spread.alloc(c.sdt, rows, 0);
-    gamma.alloc(c.pdt, n, 0); dg.alloc(c.pdt, n, 0); db.alloc(c.pdt, n, 0);
+    gamma.alloc(c.pdt, n, mis); beta.alloc(c.pdt, n, mis); dg.alloc(c.pdt, n, 0); db.alloc(c.pdt, n, 0);
     x.fill(-2, 2); dy.fill(-1, 1); dx.fill(-9, 9); mean.fill(-0.5, 0.5);
-    gamma.fill(0.5, 1.5); dg.fill(-1, 1); db.fill(-1, 1);
+    gamma.fill(0.5, 1.5); beta.fill(-0.5, 0.5); dg.fill(-1, 1); db.fill(-1, 1);
+    if (c.residual) res.fill(-1, 1);
+    if (c.zero_gamma) /* the scale exactly 0, or (offset 0) subnormal: xhat is 0 there */
+        for (int64_t j = 0; j < n; ++j) {
+            if (j % 5 == 2) setf(gamma.hp(), j, c.pdt, -c.gamma_offset);
+            if (j % 7 == 3 && c.gamma_offset == 0.0f) setf(gamma.hp(), j, c.pdt, 1e-39f);
+        }
+    /* the effective scale and bias the forward used (DST_RSTD) */
+    auto ge_of = [&](int64_t j) { return c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0; };
+    auto be_of = [&](int64_t j) { return dst_form && c.affine && !c.no_beta ? (double)getf(beta.hp(), j, c.pdt) : 0.0; };
+    if (dst_form) /* x holds the forward output y = xhat * scale + beta */
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < n; ++j)
+                setf(x.hp(), row_off(r, st) + j, c.dt, (float)(urand(-2, 2) * ge_of(j) + be_of(j)));
     for (int64_t r = 0; r < rows; ++r) {
         double var = urand(0.3, 2.0);
-        double v = c.form == NBWD_STATS_MEAN_VARIANCE ? var
-                   : c.form == NBWD_STATS_MEAN_RSTD   ? 1.0 / sqrt(var + 1e-5)
-                                                      : sqrt(var + 1e-5);
+        double v = c.form == NBWD_STATS_MEAN_VARIANCE                  ? var
+                   : c.form == NBWD_STATS_MEAN_RSTD || dst_form ? 1.0 / sqrt(var + 1e-5)
+                                                                       : sqrt(var + 1e-5);
         setf(spread.hp(), r, c.sdt, (float)v);
     }
+    /* dx's buffer starts as the output's initial contents: dy (in place),
+       the residual (accumulated in place) or its own */
     if (c.inplace) memcpy(dx.h.data(), dy.h.data(), dy.h.size());
-    const std::vector<unsigned char> dx0 = dx.h, dg0 = dg.h, db0 = db.h;
-    x.up(); dy.up(); dx.up(); mean.up(); spread.up(); gamma.up(); dg.up(); db.up();
+    if (c.residual == 2) memcpy(dx.h.data(), res.h.data(), res.h.size());
+    const std::vector<unsigned char> dx0 = dx.h, dg0 = dg.h, db0 = db.h, res0 = res.h;
+    x.up(); dy.up(); dx.up(); mean.up(); spread.up(); gamma.up(); beta.up(); dg.up(); db.up(); res.up();
 
     /* float64 reference from the stored (quantized) values */
     std::vector<double> rdx((size_t)(rows * n)), rdg((size_t)n, 0.0), rdb((size_t)n, 0.0);
     for (int64_t r = 0; r < rows; ++r) {
-        int64_t o = 0, rr = r;
-        for (int d = c.axis - 1; d >= 0; --d) { o += (rr % c.dims[d]) * st[d]; rr /= c.dims[d]; }
+        const int64_t o = row_off(r, st);
         double sp = getf(spread.hp(), r, c.sdt);
-        double m = c.form == NBWD_STATS_XHAT_STD || c.rms ? 0.0 : getf(mean.hp(), r, c.sdt);
-        double rstd = c.form == NBWD_STATS_MEAN_VARIANCE ? 1.0 / sqrt(sp + (double)desc.epsilon)
-                      : c.form == NBWD_STATS_MEAN_RSTD   ? sp
-                                                         : 1.0 / sp;
-        double xs = c.form == NBWD_STATS_XHAT_STD ? 1.0 : rstd, sg = 0, sgx = 0;
+        double m = !mean_form || c.rms ? 0.0 : getf(mean.hp(), r, c.sdt);
+        double rstd = c.form == NBWD_STATS_MEAN_VARIANCE                  ? 1.0 / sqrt(sp + (double)desc.epsilon)
+                      : c.form == NBWD_STATS_MEAN_RSTD || dst_form ? sp
+                                                                         : 1.0 / sp;
+        double xs = mean_form ? rstd : 1.0, sg = 0, sgx = 0;
+        auto xhat = [&](int64_t j) {
+            double xv = getf(x.hp(), o + j, c.dt);
+            return dst_form ? ref_unscale(xv, ge_of(j), be_of(j)) : (xv - m) * xs;
+        };
         for (int64_t j = 0; j < n; ++j) {
-            double xh = (getf(x.hp(), o + j, c.dt) - m) * xs, dv = getf(dy.hp(), o + j, c.dt);
-            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0);
+            double xh = xhat(j), dv = getf(dy.hp(), o + j, c.dt);
+            double g = dv * ge_of(j);
             sg += g; sgx += g * xh;
             rdg[(size_t)j] += dv * xh; rdb[(size_t)j] += dv;
         }
         for (int64_t j = 0; j < n; ++j) {
-            double xh = (getf(x.hp(), o + j, c.dt) - m) * xs, dv = getf(dy.hp(), o + j, c.dt);
-            double g = dv * (c.affine ? getf(gamma.hp(), j, c.pdt) + (double)c.gamma_offset : 1.0);
-            rdx[(size_t)(r * n + j)] = rstd * (g - (c.rms ? 0.0 : sg / n) - xh * sgx / n);
+            double xh = xhat(j), dv = getf(dy.hp(), o + j, c.dt);
+            double g = dv * ge_of(j);
+            rdx[(size_t)(r * n + j)] = rstd * (g - (c.rms ? 0.0 : sg / n) - xh * sgx / n) +
+                                       (c.residual ? getf(res0.data() + mis * esz(c.dt), row_off(r, st_res) + j, c.dt) : 0.0);
         }
     }
     if (c.accumulate)
@@ -199,14 +247,18 @@ static void ln_run(const LnCase &c) {
     /* GPU */
     nbwd_layer_norm_bwd_args a;
     memset(&a, 0, sizeof a);
-    if (c.form == NBWD_STATS_XHAT_STD) a.xhat = x.dp(); else a.src = x.dp();
+    if (c.form == NBWD_STATS_XHAT_STD) a.xhat = x.dp(); else if (dst_form) a.dst = x.dp(); else a.src = x.dp();
     a.diff_dst = dy.dp();
-    if (c.form != NBWD_STATS_XHAT_STD && !c.rms) a.mean = mean.dp();
+    if (mean_form && !c.rms) a.mean = mean.dp();
     if (c.form == NBWD_STATS_MEAN_VARIANCE) a.variance = spread.dp();
-    else if (c.form == NBWD_STATS_MEAN_RSTD) a.rstd = spread.dp();
+    else if (c.form == NBWD_STATS_MEAN_RSTD || dst_form) a.rstd = spread.dp();
     else a.std = spread.dp();
-    if (c.affine) a.gamma = gamma.dp();
-    if (c.want_dx) a.diff_src = c.inplace ? dy.dp() : dx.dp();
+    /* (DST_RSTD, diff_beta alone: gamma and beta are not read, pass none) */
+    const int no_params = dst_form && !c.want_dx && !c.want_dg;
+    if (c.affine && !no_params) a.gamma = gamma.dp();
+    if (dst_form && c.affine && !c.no_beta && !no_params) a.beta = beta.dp();
+    if (c.residual) a.diff_residual = res.dp();
+    if (c.want_dx) a.diff_src = c.inplace ? dy.dp() : c.residual == 2 ? res.dp() : dx.dp();
     if (c.want_dg) a.diff_gamma = dg.dp();
     if (c.want_db) a.diff_beta = db.dp();
     size_t need = 0;
@@ -223,43 +275,49 @@ static void ln_run(const LnCase &c) {
         if (ws) cudaFree(ws);
         return;
     }
-    Buf &out = c.inplace ? dy : dx;
+    Buf &out = c.inplace ? dy : c.residual == 2 ? res : dx;
     out.down(); dg.down(); db.down();
     const std::vector<unsigned char> g_dx = out.h, g_dg = dg.h, g_db = db.h;
+    int untouched = 1;
+    if (c.residual == 1) { /* an input: unchanged */
+        res.down();
+        untouched = res.h == res0;
+    }
 
     /* CPU path on host copies of the same inputs */
-    std::vector<unsigned char> cx(x.h), cdy(c.inplace ? std::vector<unsigned char>() : dy.h), cdx(dx0), cdg(dg0), cdb(db0);
+    std::vector<unsigned char> cx(x.h), cdy(c.inplace ? std::vector<unsigned char>() : dy.h), cdx(dx0), cdg(dg0), cdb(db0),
+        cres(res0);
     if (c.inplace) { /* dy was overwritten on the device, the host copy is the original */
         cdy.assign(dx0.begin(), dx0.end());
     }
     nbwd_layer_norm_bwd_args ca = a;
     const size_t mb = (size_t)mis * esz(c.dt);
-    if (c.form == NBWD_STATS_XHAT_STD) ca.xhat = cx.data() + mb; else ca.src = cx.data() + mb;
+    if (c.form == NBWD_STATS_XHAT_STD) ca.xhat = cx.data() + mb; else if (dst_form) ca.dst = cx.data() + mb; else ca.src = cx.data() + mb;
     ca.diff_dst = cdy.data() + mb;
     if (a.mean) ca.mean = mean.hp();
     if (a.variance) ca.variance = spread.hp();
     if (a.rstd) ca.rstd = spread.hp();
     if (a.std) ca.std = spread.hp();
     if (a.gamma) ca.gamma = gamma.hp();
-    if (a.diff_src) ca.diff_src = c.inplace ? cdy.data() + mb : cdx.data() + mb;
+    if (a.beta) ca.beta = beta.hp();
+    if (a.diff_residual) ca.diff_residual = cres.data() + mb;
+    if (a.diff_src) ca.diff_src = c.inplace ? cdy.data() + mb : c.residual == 2 ? cres.data() + mb : cdx.data() + mb;
     if (a.diff_gamma) ca.diff_gamma = cdg.data();
     if (a.diff_beta) ca.diff_beta = cdb.data();
     nbwd_status cs = cpu_ln_call(c, &desc, ca);
     nbwdt_check(cs == NBWD_OK, what);
-    const std::vector<unsigned char> &c_dx = c.inplace ? cdy : cdx;
+    const std::vector<unsigned char> &c_dx = c.inplace ? cdy : c.residual == 2 ? cres : cdx;
 
     Err e_ref_dx, e_cpu_dx, e_ref_dg, e_cpu_dg, e_ref_db, e_cpu_db;
-    int untouched = 1;
     for (int64_t r = 0; r < rows && c.want_dx; ++r) {
-        int64_t o = 0, rr = r;
-        for (int d = c.axis - 1; d >= 0; --d) { o += (rr % c.dims[d]) * st[d]; rr /= c.dims[d]; }
+        const int64_t o = row_off(r, st);
         for (int64_t j = 0; j < n; ++j) {
             double gv = getf(g_dx.data() + mb, o + j, c.dt);
             e_ref_dx.add(gv, rdx[(size_t)(r * n + j)]);
             e_cpu_dx.add(gv, getf(c_dx.data() + mb, o + j, c.dt));
         }
     }
-    if (!c.want_dx && !c.inplace) untouched = g_dx == dx0;
+    if (!c.want_dx && !c.inplace) untouched &= g_dx == dx0;
     for (int64_t j = 0; j < n; ++j) {
         if (c.want_dg) { e_ref_dg.add(getf(g_dg.data(), j, c.pdt), rdg[(size_t)j]); e_cpu_dg.add(getf(g_dg.data(), j, c.pdt), getf(cdg.data(), j, c.pdt)); }
         if (c.want_db) { e_ref_db.add(getf(g_db.data(), j, c.pdt), rdb[(size_t)j]); e_cpu_db.add(getf(g_db.data(), j, c.pdt), getf(cdb.data(), j, c.pdt)); }
@@ -290,7 +348,7 @@ static void ln_run(const LnCase &c) {
     static const int grids[] = {0, 1, 3, 7};
     for (int gi = 0; gi < 4; ++gi) {
         nbwd_gpu__max_grid = grids[gi];
-        if (c.inplace) { memcpy(dy.h.data(), dx0.data(), dx0.size()); dy.up(); } else { dx.h = dx0; dx.up(); }
+        out.h = dx0; out.up();
         dg.h = dg0; db.h = db0; dg.up(); db.up();
         st_ = gpu_ln_call(c, &desc, a, ws, need);
         CK(cudaDeviceSynchronize());
@@ -303,7 +361,9 @@ static void ln_run(const LnCase &c) {
 }
 
 /* aligned vs misaligned (vector vs scalar loads) must agree bitwise: the
-   same case with misalign 0 and 1, outputs compared through the host. */
+   same case with misalign 0 and 1, outputs compared through the host.
+   c.form DST_RSTD (then with beta, c.gamma_offset and a residual): the
+   forward-output form's loads of beta and the residual too. */
 static void ln_vec_scalar(LnCase c) {
     /* run both and compare dx/dg/db bits via a small re-implementation of
        the run: reuse ln_run's data by seeding the generator identically */
@@ -313,18 +373,28 @@ static void ln_vec_scalar(LnCase c) {
         rng_state = seed;
         c.misalign = m;
         int64_t rows = c.dims[0], n = c.dims[1];
+        const int dst_form = c.form == NBWD_STATS_DST_RSTD;
         nbwd_layer_norm_bwd_desc desc;
         nbwd_layer_norm_bwd_desc_init(&desc, 2, c.dims);
         desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
-        Buf x, dy, dx, mean, var, gamma, dg, db;
-        x.alloc(c.dt, rows * n, m); dy.alloc(c.dt, rows * n, m); dx.alloc(c.dt, rows * n, m);
-        mean.alloc(c.sdt, rows, 0); var.alloc(c.sdt, rows, 0); gamma.alloc(c.pdt, n, m); dg.alloc(c.pdt, n, 0); db.alloc(c.pdt, n, 0);
+        desc.stats_form = (nbwd_stats_form)c.form;
+        desc.gamma_offset = c.gamma_offset;
+        Buf x, dy, dx, mean, var, gamma, beta, res, dg, db;
+        x.alloc(c.dt, rows * n, m); dy.alloc(c.dt, rows * n, m); dx.alloc(c.dt, rows * n, m); res.alloc(c.dt, rows * n, m);
+        mean.alloc(c.sdt, rows, 0); var.alloc(c.sdt, rows, 0); gamma.alloc(c.pdt, n, m); beta.alloc(c.pdt, n, m);
+        dg.alloc(c.pdt, n, 0); db.alloc(c.pdt, n, 0);
         x.fill(-2, 2); dy.fill(-1, 1); mean.fill(-0.5, 0.5); var.fill(0.3, 2); gamma.fill(0.5, 1.5);
-        x.up(); dy.up(); dx.up(); mean.up(); var.up(); gamma.up(); dg.up(); db.up();
+        beta.fill(-0.5, 0.5); res.fill(-1, 1);
+        x.up(); dy.up(); dx.up(); mean.up(); var.up(); gamma.up(); beta.up(); res.up(); dg.up(); db.up();
         nbwd_layer_norm_bwd_args a;
         memset(&a, 0, sizeof a);
-        a.src = x.dp(); a.diff_dst = dy.dp(); a.mean = mean.dp(); a.variance = var.dp(); a.gamma = gamma.dp();
+        a.diff_dst = dy.dp(); a.gamma = gamma.dp();
         a.diff_src = dx.dp(); a.diff_gamma = dg.dp(); a.diff_beta = db.dp();
+        if (dst_form) {
+            a.dst = x.dp(); a.rstd = var.dp(); a.beta = beta.dp(); a.diff_residual = res.dp();
+        } else {
+            a.src = x.dp(); a.mean = mean.dp(); a.variance = var.dp();
+        }
         size_t need = 0;
         nbwd_gpu_layer_norm_bwd_workspace_size(&desc, &need);
         void *ws = nullptr;
@@ -338,9 +408,75 @@ static void ln_vec_scalar(LnCase c) {
         if (ws) cudaFree(ws);
     }
     char w[200];
-    snprintf(w, sizeof w, "LN [%lld x %lld] dt %d: 16-byte and scalar loads give identical bits", (long long)c.dims[0],
-             (long long)c.dims[1], c.dt);
+    snprintf(w, sizeof w, "LN [%lld x %lld] dt %d form %d: 16-byte and scalar loads give identical bits",
+             (long long)c.dims[0], (long long)c.dims[1], c.dt, c.form);
     nbwdt_check(outs[0][0] == outs[1][0] && outs[0][1] == outs[1][1] && outs[0][2] == outs[1][2], w);
+}
+
+/* NaN semantics of the DST_RSTD form with a residual: a NaN in the
+   residual changes only its own element of diff_src; one in dst (like one
+   in x) poisons its row's diff_src and its column's diff_gamma. Every other
+   bit is the NaN-free run's. */
+static void ln_nan_isolation(int dt, int rms, int64_t rows, int64_t n) {
+    const int64_t r0 = rows / 2, j0 = n / 3, r1 = rows - 1, j1 = n - 1; /* rows >= 3: r0 != r1 */
+    const int64_t total = rows * n;
+    const int64_t dims[2] = {rows, n};
+    nbwd_layer_norm_bwd_desc desc;
+    if (rms) nbwd_rms_norm_bwd_desc_init(&desc, 2, dims);
+    else nbwd_layer_norm_bwd_desc_init(&desc, 2, dims);
+    desc.stats_form = NBWD_STATS_DST_RSTD;
+    desc.data_dtype = (nbwd_dtype)dt;
+    Buf y, dy, rstd, gamma, beta, res, dx, dg, db;
+    y.alloc(dt, total, 0); dy.alloc(dt, total, 0); res.alloc(dt, total, 0); dx.alloc(dt, total, 0);
+    rstd.alloc(NBWD_F32, rows, 0); gamma.alloc(NBWD_F32, n, 0); beta.alloc(NBWD_F32, n, 0);
+    dg.alloc(NBWD_F32, n, 0); db.alloc(NBWD_F32, n, 0);
+    y.fill(-2, 2); dy.fill(-1, 1); res.fill(-1, 1); rstd.fill(0.5, 2); gamma.fill(0.5, 1.5); beta.fill(-0.5, 0.5);
+    setf(gamma.hp(), (j0 + 1) % n, NBWD_F32, 0.0f); /* and a zero scale elsewhere: xhat 0 there */
+    y.up(); dy.up(); rstd.up(); gamma.up(); beta.up(); res.up();
+    nbwd_layer_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.dst = y.dp(); a.diff_dst = dy.dp(); a.rstd = rstd.dp(); a.gamma = gamma.dp(); a.beta = beta.dp();
+    a.diff_residual = res.dp(); a.diff_src = dx.dp(); a.diff_gamma = dg.dp(); a.diff_beta = db.dp();
+    LnCase c;
+    memset(&c, 0, sizeof c);
+    c.rms = rms;
+    size_t need = 0;
+    if (rms) nbwd_gpu_rms_norm_bwd_workspace_size(&desc, &need);
+    else nbwd_gpu_layer_norm_bwd_workspace_size(&desc, &need);
+    void *ws = nullptr;
+    if (need) CK(cudaMalloc(&ws, need));
+    std::vector<unsigned char> outs[2][3];
+    int ok = 1;
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            setf(y.hp(), r0 * n + j0, dt, NAN);
+            setf(res.hp(), r1 * n + j1, dt, NAN);
+            y.up(); res.up();
+        }
+        ok &= gpu_ln_call(c, &desc, a, ws, need) == NBWD_OK;
+        CK(cudaDeviceSynchronize());
+        dx.down(); dg.down(); db.down();
+        outs[pass][0] = dx.h; outs[pass][1] = dg.h; outs[pass][2] = db.h;
+    }
+    const size_t e = esz(dt);
+    int isolated = 1;
+    for (int64_t i = 0; i < total; ++i) {
+        const int64_t r = i / n, j = i % n;
+        const int nan = isnan(getf(outs[1][0].data(), i, dt));
+        const int same = memcmp(outs[0][0].data() + i * e, outs[1][0].data() + i * e, e) == 0;
+        if (r == r0 || (r == r1 && j == j1) ? !nan : !same) isolated = 0;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        const int nan = isnan(getf(outs[1][1].data(), j, NBWD_F32));
+        const int same = memcmp(outs[0][1].data() + j * 4, outs[1][1].data() + j * 4, 4) == 0;
+        if (j == j0 ? !nan : !same) isolated = 0;
+    }
+    isolated &= outs[0][2] == outs[1][2]; /* diff_beta: sums of dy alone */
+    char w[200];
+    snprintf(w, sizeof w, "%s DST_RSTD [%lld x %lld] dt %d: NaN in dst and in the residual stay where they belong",
+             rms ? "RMS" : "LN", (long long)rows, (long long)n, dt);
+    nbwdt_check(ok && isolated, w);
+    if (ws) cudaFree(ws);
 }
 
 /* ------------------------------------------------------------ BatchNorm */
@@ -593,16 +729,86 @@ static void gpu_tests(void) {
         c.affine = 0; c.want_dg = c.want_db = 0;
         ln_run(c);
     }
-    for (int di = 0; di < 6; ++di) {
+    /* the residual gradient and the DST_RSTD form, LayerNorm and RMSNorm:
+       every dtype set on the row lengths of every kernel variant; a
+       residual of its own (its own strides, or none where the others are
+       padded) or diff_src itself; DST_RSTD with and without beta, offset
+       gamma, zero and subnormal scales, each output subset, accumulate,
+       in place, without affine */
+    static const int64_t xshapes[][2] = {{7, 24}, {300, 24}, {33, 768}, {17, 1000}, {5, 8200}, {3, 40000}};
+    for (int op = 0; op < 2; ++op)
+        for (int si = 0; si < 6; ++si)
+            for (int di = 0; di < 6; ++di)
+                for (int m = 0; m < 4; ++m) {
+                    const int v = si + di + op;
+                    LnCase c;
+                    memset(&c, 0, sizeof c);
+                    c.rms = op;
+                    c.rank = 2; c.dims[0] = xshapes[si][0]; c.dims[1] = xshapes[si][1]; c.axis = 1;
+                    c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                    c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+                    switch (m) {
+                    case 0: /* a residual of its own, in the other forms */
+                        c.form = v % 3; c.residual = 1; c.res_pad = v % 2 ? 5 : 0; c.pad = v % 3 == 2 ? 3 : 0;
+                        c.gamma_offset = v % 4 == 1 ? 1.0f : 0.0f;
+                        break;
+                    case 1: /* DST_RSTD with beta, accumulated in place into the residual */
+                        c.form = NBWD_STATS_DST_RSTD; c.residual = 2; c.zero_gamma = 1;
+                        c.gamma_offset = v % 2 ? 1.0f : 0.0f; c.pad = v % 3 == 1 ? 2 : 0;
+                        break;
+                    case 2: /* DST_RSTD, beta or none, each output subset */
+                        c.form = NBWD_STATS_DST_RSTD; c.no_beta = v % 2; c.zero_gamma = v % 2 == 0;
+                        c.accumulate = v % 3 == 0;
+                        if (v % 4 == 1) c.want_dg = c.want_db = 0;
+                        if (v % 4 == 2) c.want_dx = c.want_db = 0; /* xhat for diff_gamma alone */
+                        if (v % 4 == 3) c.want_dx = c.want_dg = 0; /* no xhat: gamma, beta not passed */
+                        break;
+                    default: /* DST_RSTD without affine (xhat = dst), a residual of its own */
+                        c.form = NBWD_STATS_DST_RSTD; c.affine = 0; c.want_dg = c.want_db = 0;
+                        c.residual = 1; c.res_pad = v % 2 ? 0 : 2; c.inplace = v % 3 == 0;
+                        break;
+                    }
+                    ln_run(c);
+                }
+    { /* strides and axes: padded rank 3, the axis in the middle, one row */
         LnCase c;
         memset(&c, 0, sizeof c);
-        c.dims[0] = 37; c.dims[1] = 4096; c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
-        ln_vec_scalar(c);
-        c.dims[0] = 4; c.dims[1] = 40000;
-        ln_vec_scalar(c);
-        c.dims[0] = 500; c.dims[1] = 24;
-        ln_vec_scalar(c);
+        c.rank = 3; c.dims[0] = 2; c.dims[1] = 33; c.dims[2] = 768; c.axis = 2; c.pad = 8;
+        c.dt = NBWD_BF16; c.sdt = NBWD_F32; c.pdt = NBWD_F32;
+        c.form = NBWD_STATS_DST_RSTD; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+        c.residual = 1; c.res_pad = 3; c.zero_gamma = 1;
+        for (c.rms = 0; c.rms < 2; ++c.rms) ln_run(c);
+        c.residual = 2;
+        for (c.rms = 0; c.rms < 2; ++c.rms) ln_run(c);
+        memset(&c, 0, sizeof c);
+        c.rank = 3; c.dims[0] = 6; c.dims[1] = 4; c.dims[2] = 50; c.axis = 1;
+        c.dt = c.sdt = c.pdt = NBWD_F32; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+        c.form = NBWD_STATS_DST_RSTD; c.residual = 1; c.res_pad = 4; c.gamma_offset = 1.0f; c.zero_gamma = 1;
+        for (c.rms = 0; c.rms < 2; ++c.rms) ln_run(c);
+        c.form = NBWD_STATS_MEAN_RSTD; c.residual = 2; c.pad = 2;
+        for (c.rms = 0; c.rms < 2; ++c.rms) ln_run(c);
+        c.form = NBWD_STATS_DST_RSTD; c.axis = 0; c.pad = 0; c.residual = 1; /* one row */
+        for (c.rms = 0; c.rms < 2; ++c.rms) ln_run(c);
     }
+    for (int di = 0; di < 6; di += 2)
+        for (int op = 0; op < 2; ++op) {
+            ln_nan_isolation(dtype_sets[di][0], op, 33, 768);
+            ln_nan_isolation(dtype_sets[di][0], op, 3, 40000);
+            ln_nan_isolation(dtype_sets[di][0], op, 300, 24);
+        }
+    for (int di = 0; di < 6; ++di)
+        for (int form = 0; form <= NBWD_STATS_DST_RSTD; form += NBWD_STATS_DST_RSTD) {
+            LnCase c;
+            memset(&c, 0, sizeof c);
+            c.dims[0] = 37; c.dims[1] = 4096; c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+            c.form = form;
+            c.gamma_offset = form == NBWD_STATS_DST_RSTD && di % 2 ? 1.0f : 0.0f;
+            ln_vec_scalar(c);
+            c.dims[0] = 4; c.dims[1] = 40000;
+            ln_vec_scalar(c);
+            c.dims[0] = 500; c.dims[1] = 24;
+            ln_vec_scalar(c);
+        }
 batch_norm:
     /* BatchNorm */
     static const int64_t bshapes[][5] = {{4, 2, 3, 5, 7}, {4, 4, 16, 3, 3}, {2, 3, 5, 1000, 0}, {2, 8, 16, 0, 0},
