@@ -894,9 +894,8 @@ typedef struct nbwd__chans {
 typedef struct nbwd__rows {
     const char *x, *dy;
     char *dx;                       /* NULL: no diff_src (BatchNorm: pass 1) */
-    const char *res;                /* LayerNorm: diff_residual, added to dx (NULL: none) */
     int dt;
-    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH], res_off[NBWD__ROW_BATCH];
+    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int rms;                        /* LayerNorm: RMSNorm (x not centred, so mean(g) is not subtracted) */
     int64_t count, n;
@@ -938,6 +937,9 @@ typedef struct nbwd__kernels {
     void (*narrow)(const float *src, uint16_t *dst, int dt, int64_t n);
     /* out[i] = (y[i] - beta[i]) * inv[i], y of type dt: xhat from dst */
     void (*unscale)(const void *y, int dt, const float *beta, const float *inv, float *out, int64_t n);
+    /* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole
+       lines non-temporally (not fenced) */
+    void (*add_store)(const float *v, const void *res, void *out, int dt, int64_t n, int stream);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
 } nbwd__kernels;
 
@@ -1511,8 +1513,9 @@ static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, co
     int64_t lo, hi, reach;
     int d, i, j;
     memset(&s, 0, sizeof s);
+    if (!p) return s;
     nbwd__extent(rank, dims, st, esz, &lo, &hi);
-    if (!p || hi <= lo) return s;
+    if (hi <= lo) return s;
     s.lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
     s.hi = (uintptr_t)p + (uintptr_t)hi;
     s.esz = (int64_t)esz;
@@ -1878,9 +1881,10 @@ static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int p
 #define NBWD__RMS_STAMP 0x524D4257u
 static const char *const nbwd__ln_tensor[NBWD__MAX_T] = {"src", "diff_dst", "diff_src", "mean", "var", "diff_residual"};
 enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4, NBWD__TRES = 5 };
-/* The DST_RSTD form makes xhat from dst a few rows at a time, into at most
-   NBWD__STAGE_SLOTS slots of the workspace (one per thread at work) of about
-   NBWD__STAGE_BYTES each: rows still in the cache when the kernels read them. */
+/* Staged rows (a residual gradient, or xhat made from dst) go a few at a
+   time through at most NBWD__STAGE_SLOTS slots of the workspace (one per
+   thread at work) of about NBWD__STAGE_BYTES each: rows still in the cache
+   when the next step reads them. */
 #define NBWD__STAGE_SLOTS 64
 #define NBWD__STAGE_BYTES (64 << 10)
 
@@ -1892,10 +1896,8 @@ typedef struct nbwd__ln_plan {
     int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread, residual */
     nbwd__params par;                       /* gamma, beta, diff_gamma, diff_beta */
     int64_t rows_per_block, nblocks;
-    /* DST_RSTD with affine: xhat made from dst, stage_rows rows at a time
-       per slot; 16-bit data goes through the f32 kernels (dy, the residual
-       and dx staged as f32 too) */
-    int stage;
+    /* rows staged through the workspace (see nbwd__ln_staged), stage_rows
+       rows at a time per slot */
     int64_t stage_rows, stage_slots, stage_arrays;
     size_t ws_gamma, ws_unscale, ws_stage, ws_partials_at, ws_partials, ws_bytes;
 } nbwd__ln_plan;
@@ -1908,8 +1910,8 @@ typedef struct nbwd__ln_run {
     char *dx;
     const char *res;    /* diff_residual, or NULL */
     const float *gamma; /* n floats: gamma, or ones (no affine, or no dx) */
-    const float *unscale; /* DST_RSTD staging: beta, then 1 / (gamma + offset) (n floats each) */
-    char *stage;        /* DST_RSTD staging: the slots */
+    const float *unscale; /* DST_RSTD: beta, then 1 / (gamma + offset) (n floats each), or NULL */
+    char *stage;        /* the staging slots, when rows are staged; else NULL */
     float *partials;    /* [nblocks][2][n]: dy*xhat sums, then dy sums */
     int want_dx, want_dg, want_db, stream;
 } nbwd__ln_run;
@@ -2009,20 +2011,21 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     /* gamma as dense f32 for the kernels (converted, gathered, or ones
        without affine), first: a dx-only call needs no more */
     p->ws_gamma = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 4);
-    p->stage = p->form == NBWD_STATS_DST_RSTD && p->affine;
-    if (p->stage) {
+    if (p->form == NBWD_STATS_DST_RSTD && p->affine) p->ws_unscale = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 8);
+    p->ws_partials_at = p->ws_bytes;
+    if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
+    { /* the staging slots, last (a call that stages nothing allocates none):
+         the size query does not know whether a call will pass a residual
+         gradient, so every descriptor has them */
         int64_t most = p->rows_per_block < NBWD__ROW_BATCH ? p->rows_per_block : NBWD__ROW_BATCH;
-        p->stage_arrays = p->dt == NBWD_F32 ? 1 : 4; /* xhat; 16-bit: and dy, residual, dx */
+        p->stage_arrays = p->dt == NBWD_F32 ? 2 : 3; /* x or xhat, (16-bit: dy,) dx */
         p->stage_rows = NBWD__STAGE_BYTES / (p->n * 4 * p->stage_arrays);
         if (p->stage_rows > most) p->stage_rows = most;
         if (p->stage_rows < 1) p->stage_rows = 1;
         p->stage_slots = p->nblocks < NBWD__STAGE_SLOTS ? p->nblocks : NBWD__STAGE_SLOTS;
-        p->ws_unscale = nbwd__ws_take(&p->ws_bytes, (size_t)p->n * 8);
         p->ws_stage = nbwd__ws_take(&p->ws_bytes, (size_t)(p->stage_slots * p->stage_rows * p->stage_arrays) *
                                                       (size_t)p->n * 4);
     }
-    p->ws_partials_at = p->ws_bytes;
-    if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
 }
@@ -2091,7 +2094,8 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
     sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     sp[8] = nbwd__span_of(a->diff_residual, p->rank, d->dims, p->st[NBWD__TRES], esz);
-    sp[9] = nbwd__param_span(&p->par, NBWD__PB, p->stage && reads_gamma ? a->beta : NULL, p->pdt);
+    sp[9] = nbwd__param_span(&p->par, NBWD__PB,
+                             p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
     out[2] = out[6] = out[7] = 1;
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
@@ -2102,47 +2106,50 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     return nbwd__check_alias(10, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-/* DST_RSTD with affine: xhat = (dst - beta) * (1 / (gamma + offset)) of a
-   batch's rows into the slot, then the kernels on rows in the cache. 16-bit
-   data goes through the f32 kernels: dy and the residual are widened into
-   the slot too and dx narrowed from it (one rounding, as the 16-bit kernels
-   do). Memory sees each tensor once, as in the other forms. */
-static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slot) {
+/* Rows that do not go to the kernels as they are: with a residual gradient,
+   or in the DST_RSTD form with affine. A few at a time they go through the
+   slot in f32: xhat made from dst (or x, widened from 16-bit data), dy
+   (16-bit: widened), the kernels' dx, and then dx + the residual stored to
+   diff_src in the data type (one rounding). Memory sees each tensor once,
+   the cache the rows again; the kernels stay free of the residual (a test
+   per vector there cost in-cache f32 rows a fifth of their time). */
+static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int64_t *res_off, float *slot) {
     const nbwd__ln_plan *p = r->p;
     const int64_t n = p->n, count = batch->count, esz = (int64_t)nbwd__esize(p->dt);
-    float *xh = slot, *dy = slot + count * n, *res = dy + count * n, *dx = res + count * n;
+    const int wide = p->dt != NBWD_F32, unscale = r->unscale != NULL, dx_via_slot = r->want_dx && (r->res || wide);
+    float *xs = slot, *dys = slot + count * n, *dxs = slot + (wide ? 2 : 1) * count * n;
     int64_t i, dx_off[NBWD__ROW_BATCH];
     for (i = 0; i < count; ++i) {
-        r->k->unscale(batch->x + batch->x_off[i] * esz, p->dt, r->unscale, r->unscale + n, xh + i * n, n);
-        batch->x_off[i] = i * n;
-    }
-    batch->x = (const char *)xh;
-    if (p->dt == NBWD_F32) {
-        r->k->ln_rows[0](batch);
-        return;
-    }
-    for (i = 0; i < count; ++i) {
-        r->k->widen((const uint16_t *)(batch->dy + batch->dy_off[i] * esz), dy + i * n, p->dt, n);
-        if (batch->res) r->k->widen((const uint16_t *)(batch->res + batch->res_off[i] * esz), res + i * n, p->dt, n);
+        const char *x = batch->x + batch->x_off[i] * esz;
+        if (unscale) r->k->unscale(x, p->dt, r->unscale, r->unscale + n, xs + i * n, n);
+        else if (wide) r->k->widen((const uint16_t *)x, xs + i * n, p->dt, n);
+        if (wide) r->k->widen((const uint16_t *)(batch->dy + batch->dy_off[i] * esz), dys + i * n, p->dt, n);
+        if (unscale || wide) batch->x_off[i] = i * n;
+        if (wide) batch->dy_off[i] = i * n;
         dx_off[i] = batch->dx_off[i];
-        batch->dy_off[i] = batch->res_off[i] = batch->dx_off[i] = i * n;
+        if (dx_via_slot) batch->dx_off[i] = i * n;
     }
-    batch->dy = (const char *)dy;
-    if (batch->res) batch->res = (const char *)res;
-    if (batch->dx) batch->dx = (char *)dx;
+    if (unscale || wide) batch->x = (const char *)xs;
+    if (wide) batch->dy = (const char *)dys;
+    if (dx_via_slot) {
+        batch->dx = (char *)dxs;
+        batch->stream = 0;
+    }
     batch->dt = NBWD_F32;
-    batch->stream = 0;
     r->k->ln_rows[0](batch);
-    if (r->want_dx)
-        for (i = 0; i < count; ++i) r->k->narrow(dx + i * n, (uint16_t *)(r->dx + dx_off[i] * esz), p->dt, n);
+    if (!dx_via_slot) return;
+    for (i = 0; i < count; ++i)
+        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz, p->dt, n,
+                        r->stream);
+    if (r->stream) r->k->fence();
 }
 
 /* One block of rows: dx for each row, and this block's partial column sums.
    Rows go to the kernel in batches with their offsets and statistics. slot:
-   the staging slot (DST_RSTD with affine), else NULL. */
+   the staging slot when rows are staged, else NULL. */
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
-    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i, res_off[NBWD__ROW_BATCH];
     const int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     nbwd__rows batch;
     nbwd__cursor c;
@@ -2160,7 +2167,6 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.x = r->x; /* (staging points them into the slot) */
         batch.dy = r->dy;
         batch.dx = r->want_dx ? r->dx : NULL;
-        batch.res = r->res;
         batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
@@ -2175,7 +2181,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
                 batch.x_off[i] = q * st[NBWD__TX][0];
                 batch.dy_off[i] = q * st[NBWD__TDY][0];
                 batch.dx_off[i] = q * st[NBWD__TDX][0];
-                batch.res_off[i] = q * st[NBWD__TRES][0];
+                res_off[i] = q * st[NBWD__TRES][0];
                 batch.xm[i] = mean ? mean[q * st[NBWD__TMEAN][0]] : 0.0f; /* RMSNorm: none */
                 batch.rstd[i] = spread[q * st[NBWD__TVAR][0]];
             }
@@ -2186,12 +2192,12 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
                 batch.x_off[i] = c.off[NBWD__TX];
                 batch.dy_off[i] = c.off[NBWD__TDY];
                 batch.dx_off[i] = c.off[NBWD__TDX];
-                batch.res_off[i] = c.off[NBWD__TRES];
+                res_off[i] = c.off[NBWD__TRES];
                 nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
                             &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
             }
         }
-        if (slot) nbwd__ln_staged(r, &batch, slot);
+        if (slot) nbwd__ln_staged(r, &batch, res_off, slot);
         else r->k->ln_rows[NBWD__DATA16(p->dt)](&batch);
         row += batch.count;
     }
@@ -2216,7 +2222,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     char *ws;
     int64_t n, j, b, lanes;
     size_t own;
-    int threads;
+    int threads, staged;
     if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, &p, args)) != NBWD_OK) return s;
@@ -2224,9 +2230,14 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     /* a dx-only call needs no partials, and with dense f32 gamma no
        workspace at all */
-    own = p.ws_bytes;
-    if (!args->diff_gamma && !args->diff_beta)
-        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f && !p.stage
+    /* the pieces this call uses: gamma (and DST_RSTD's unscale), the
+       partials for diff_gamma/diff_beta, the slots for staged rows; a
+       dx-only call with dense f32 gamma and nothing staged needs none */
+    staged = (args->diff_residual && args->diff_src) ||
+             (p.form == NBWD_STATS_DST_RSTD && p.affine && (args->diff_src || args->diff_gamma));
+    own = staged ? p.ws_bytes : p.ws_stage + NBWD__WS_ALIGN;
+    if (!args->diff_gamma && !args->diff_beta && !staged)
+        own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f
                   ? 0
                   : p.ws_partials_at + NBWD__WS_ALIGN;
     if (p.rows == 0 || p.n == 0 || (!args->diff_src && !args->diff_gamma && !args->diff_beta))
@@ -2270,7 +2281,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
         /* DST_RSTD: xhat is made from dst where it is used (diff_src,
            diff_gamma); diff_beta alone needs none */
-        if (p.stage && (r.want_dx || r.want_dg)) {
+        if (p.form == NBWD_STATS_DST_RSTD && p.affine && (r.want_dx || r.want_dg)) {
             float *beta = (float *)(ws + p.ws_unscale), *inv = beta + n;
             for (j = 0; j < n; ++j) {
                 float ge = nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt) + p.gamma_offset;
@@ -2280,8 +2291,8 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
                 inv[j] = (ge < 0.0f ? -ge : ge) >= 1.17549435e-38f ? 1.0f / ge : 0.0f; /* FLT_MIN */
             }
             r.unscale = beta;
-            r.stage = ws + p.ws_stage;
         }
+        if (staged) r.stage = ws + p.ws_stage;
         nbwd__outer_init(&r.outer, p.axis, desc->dims, NBWD__MAX_T, p.st);
         r.stream = r.want_dx && (double)p.rows * (double)n * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES;
         lanes = r.stage ? p.stage_slots : p.nblocks;
@@ -3081,24 +3092,17 @@ NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, i
         NBWD__K(nbwd__store)(cols.db + i, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(cols.db + i, lanes)), 0);
     }
 }
-/* dx plus the residual gradient's vector at element i of res (res NULL:
-   none): added in f32, before any narrowing */
-NBWD__KFN NBWD__V NBWD__K(nbwd__plus_res)(NBWD__V dx, const void *res, int dt, int64_t i, int lanes) {
-    return res ? NBWD__V_ADD(dx, NBWD__K(nbwd__load_data)(res, i, lanes, dt)) : dx;
-}
 /* dx of one vector at element i (not stored): from the kept g and xhat,
-   or from x and dy; plus res's vector. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, const void *res, int dt, int64_t i, int lanes,
+   or from x and dy. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
                                        const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
                                        const float *keep) {
     NBWD__V vdy, xh;
     if (keep)
-        return NBWD__K(nbwd__plus_res)(
-            NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes)),
-            res, dt, i, lanes);
+        return NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes));
     vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
-    return NBWD__K(nbwd__plus_res)(NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh), res, dt, i, lanes);
+    return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
 }
 /* gamma's vector at element i (zeros, unused, without gamma) */
 NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
@@ -3160,29 +3164,29 @@ NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, 
     NBWD__K(nbwd__sums_out)(&s, sums);
 }
 
-/* dx (plus res, or NULL) of [i, end) of a row: bf16 pairs of vectors,
-   whole vectors, then a partial one (or none); the vectors that end by
-   stream_end non-temporally (dx + i 64-byte aligned then). */
-NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, const void *res, void *dx, int dt, int64_t i,
-                                         int64_t end, int64_t stream_end, const NBWD__K(nbwd__coef) *c,
-                                         nbwd__cols cols, int has_gamma, const float *keep) {
+/* dx of [i, end) of a row: bf16 pairs of vectors, whole vectors, then a
+   partial one (or none); the vectors that end by stream_end non-temporally
+   (dx + i 64-byte aligned then). */
+NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
+                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
+                                         int has_gamma, const float *keep) {
     for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
         NBWD__K(nbwd__store_pair)(
             dx, i, dt,
-            NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, NBWD__VW, c, has_gamma,
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
                                  NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-            NBWD__K(nbwd__dx_at)(x, dy, res, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
                                  NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
             i + 2 * NBWD__VW <= stream_end);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
         NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, NBWD__VW, c, has_gamma,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
                                   i + NBWD__VW <= stream_end);
     if (i < end) {
         int lanes = (int)(end - i);
         NBWD__K(nbwd__store_data)(dx, i, lanes, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, res, dt, i, lanes, c, has_gamma,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
                                   0);
     }
@@ -3190,13 +3194,13 @@ NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, const vo
 /* dx of one row; stream: its whole 64-byte lines non-temporally (not
    fenced), the rest with ordinary stores: up to the first whole line, then
    from there. */
-NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, const void *res, void *dx, int dt, int64_t n,
+NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
                                         const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
                                         const float *keep, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    NBWD__K(nbwd__apply_span)(x, dy, res, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
-    NBWD__K(nbwd__apply_span)(x, dy, res, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
+    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
+    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
 }
 
 /* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
@@ -3205,9 +3209,8 @@ NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, const voi
    comes from the cache: one pass over memory keeps the loads in flight
    while the arithmetic runs. stream: row a's whole lines non-temporally
    when its dx starts a line (else ordinary stores). keep (or NULL): row a's
-   g and xhat, which row b's replace. resa (or NULL): row a's residual. */
-NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, const void *resa, void *dxa,
-                                         const NBWD__K(nbwd__coef) *ca,
+   g and xhat, which row b's replace. */
+NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
                                          const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
                                          float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
                                          int stream) {
@@ -3227,18 +3230,17 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, const 
         if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
         if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
-            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt,
-                                      NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, NBWD__VW, ca, 1, g0, NULL), st);
+            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
+                                      st);
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
             NBWD__K(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
-                                      NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL),
-                                      st);
+                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
             continue;
         }
         /* row a's dx first: with keep, row b's g and xhat replace row a's;
            bf16 stores the pair in one go */
-        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, NBWD__VW, ca, 1, g0, keep);
-        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
+        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
+        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
         NBWD__K(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
@@ -3246,7 +3248,7 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, const 
     for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
         int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
         NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
-        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, resa, dt, i, lanes, ca, 1, g, keep);
+        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
         if (lanes == NBWD__VW)
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
         else
@@ -3260,12 +3262,8 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, const 
    (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
 #define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
 /* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
-   are reduced in the loop that writes row i-1's dx. has_res (a constant):
-   0 for rows known to have no residual gradient, which then test nothing
-   per vector (a test per vector cost in-cache f32 rows a fifth of their
-   time), 1 where r->res says. */
-NBWD__KFN void NBWD__K(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep,
-                                              const int has_res) {
+   are reduced in the loop that writes row i-1's dx. */
+NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     float inv_n = 1.0f / (float)n, sums[2];
     NBWD__K(nbwd__coef) ca, cb;
@@ -3276,21 +3274,14 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd_
                                     r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__K(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                  has_res && r->res ? r->res + r->res_off[i - 1] * esz : NULL, r->dx + r->dx_off[i - 1] * esz,
-                                  &ca, r->x + r->x_off[i] * esz,
+                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
     }
     i = r->count - 1;
     ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
-    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz,
-                             has_res && r->res ? r->res + r->res_off[i] * esz : NULL, r->dx + r->dx_off[i] * esz, dt, n, &ca,
-                             cols, 1, keep, r->stream);
+    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
+                             n, &ca, cols, 1, keep, r->stream);
     if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
-}
-NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
-    /* 16-bit rows, whose conversions outweigh the test, share one copy */
-    if (dt == NBWD_F32 && !r->res) NBWD__K(nbwd__ln_rows_dx_body)(r, dt, cols, keep, 0);
-    else NBWD__K(nbwd__ln_rows_dx_body)(r, dt, cols, keep, 1);
 }
 
 /* The body once per vector v < nv (nv, at most 4, a constant): the narrow-
@@ -3348,7 +3339,6 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
         });
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
-            const char *res = r->res ? r->res + r->res_off[i] * esz : NULL;
             float sums[2];
             int64_t nt_begin = 0, nt_end = 0;
             int whole; /* the row is whole lines: every vector non-temporal */
@@ -3358,9 +3348,7 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
             if (r->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
-            NBWD__EACH_VEC(v, {
-                out[v] = NBWD__K(nbwd__plus_res)(NBWD__DX(&c, g[v], xh[v]), res, dt, v * NBWD__VW, NBWD__LANES(v));
-            });
+            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
             if (paired >= 2) NBWD__K(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
             if (paired >= 4) NBWD__K(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v, {
@@ -3405,16 +3393,12 @@ NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, i
     for (i = r0; i < r1; ++i) {
         const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
         float *dx = (float *)r->dx + r->dx_off[i] + j;
-        const float *res = r->res ? (const float *)r->res + r->res_off[i] + j : NULL;
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
         int nt = stream && (uintptr_t)dx % 64 == 0;
         NBWD__EACH_VEC(v, {
             NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
             NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
-            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v),
-                                 NBWD__K(nbwd__plus_res)(NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), res, NBWD_F32,
-                                                         v * NBWD__VW, NBWD__LANES(v)),
-                                 nt);
+            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
             cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
             cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
         });
@@ -3598,7 +3582,7 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     int64_t i, esz = (int64_t)nbwd__esize(dt);
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
-        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz, NULL,
+        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
                                  p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
     }
 }
@@ -3712,6 +3696,24 @@ static NBWD__KTARGET void NBWD__K(nbwd__unscale)(const void *y, int dt, const fl
         NBWD__K(nbwd__store)(out + i, lanes, NBWD__V_MUL(v, NBWD__K(nbwd__load)(inv + i, lanes)), 0);
     }
 }
+/* out = v + res over [i, end) in type dt; the whole vectors that end by
+   stream_end non-temporally (out + i 64-byte aligned then) */
+NBWD__KFN void NBWD__K(nbwd__add_span)(const float *v, const void *res, void *out, int dt, int64_t i, int64_t end,
+                                       int64_t stream_end) {
+    for (; i < end; i += NBWD__VW) {
+        int lanes = end - i < NBWD__VW ? (int)(end - i) : NBWD__VW;
+        NBWD__V s = NBWD__K(nbwd__load)(v + i, lanes);
+        if (res) s = NBWD__V_ADD(s, NBWD__K(nbwd__load_data)(res, i, lanes, dt));
+        NBWD__K(nbwd__store_data)(out, i, lanes, dt, s, lanes == NBWD__VW && i + NBWD__VW <= stream_end);
+    }
+}
+static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *res, void *out, int dt, int64_t n,
+                                                   int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(out, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    NBWD__K(nbwd__add_span)(v, res, out, dt, 0, nt_begin, 0);
+    NBWD__K(nbwd__add_span)(v, res, out, dt, nt_begin, n, nt_end);
+}
 #endif
 
 /* The kernel table: the 16-bit kernels and the narrowing of this path, the
@@ -3737,6 +3739,7 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
     NBWD__KF32(nbwd__widen),
     NBWD__K(nbwd__narrow),
     NBWD__KF32(nbwd__unscale),
+    NBWD__KF32(nbwd__add_store),
     NBWD__KF32(nbwd__fence)};
 #undef NBWD__KF32
 #undef NBWD__K16
