@@ -78,8 +78,8 @@
                                mean(g * xhat)|) (tested; about 12 seen).
    and a residual gradient fused into diff_src (pre-norm transformer blocks):
        diff_src = (the above) + diff_residual
-   added in fp32 before the one rounding to the data type, in the same pass
-   over memory (one pass instead of the norm's and an add's).
+   added in fp32 before the one rounding to the data type; each tensor
+   crosses memory once (instead of the norm's pass and an add's).
 
    ============================================================================
    API
@@ -261,9 +261,14 @@
    The *_workspace_size queries return the scratch size for a descriptor (for
    any choice of outputs). Pass a workspace of at least that size, or NULL to
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
-   The DST_RSTD form makes xhat a few rows at a time in the workspace: up
-   to 64 slots (one per thread at work, at most one per row block) of about
-   64 KiB (or one row), which also caps its threads at 64.
+   LayerNorm and RMSNorm rows with a residual gradient, and those of the
+   DST_RSTD form, go a few at a time through the workspace in f32 (each
+   tensor still crosses memory once): up to 64 slots (one per thread at
+   work, at most one per row block) of about 64 KiB (or one row), which
+   also caps such calls at 64 threads. The size query includes the slots
+   for every descriptor (it cannot know whether a call will pass a
+   residual); a call that allocates its own workspace takes them only when
+   it stages.
    Stack: a call uses about 15 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
