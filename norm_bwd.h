@@ -2944,7 +2944,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, c
                                               all NBWD__KBASE's (sse: scalar's)
      NBWD__KBASE                              the suffix those kernels come from
      NBWD__LAYER_NARROW_ROWS                  1: copies of the LayerNorm kernel for
-                                              rows of 1-4 vectors (where a bench
+                                              rows of 2-4 vectors (where a bench
                                               shape uses them)
      NBWD__V NBWD__VW                         the vector type, VW float lanes
      NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
@@ -3604,18 +3604,16 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
    data (dt bf16 or f16, known not to be f32: the f32-only branches drop
    out). A layer that differs from its base only in the bf16 narrowing
    compiles the bf16 kernels alone and hands f16 to the base's (SHARE). A
-   narrow LayerNorm row's width in vectors picks a copy with that many in
+   narrow LayerNorm row of 2-4 vectors picks a copy with that many in
    registers (NARROW_LN); a narrow BatchNorm row takes the one narrow body
    where it measured faster than the row body (NARROW_BN: f32 rows, and
    16-bit rows on 16 lanes; avx2's bf16 rows were slower with it). */
 #define NBWD__ENTRIES(SUF, DT, NARROW_LN, NARROW_BN, SHARE)                                                 \
-    NBWD__NARROW_COPY(SUF, DT, 1)                                                                           \
     NBWD__NARROW_COPY(SUF, DT, 2)                                                                           \
     NBWD__NARROW_COPY(SUF, DT, 3)                                                                           \
     NBWD__NARROW_COPY(SUF, DT, 4)                                                                           \
     static NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF)(const nbwd__rows *r) {                        \
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                         \
-        case 1: NBWD__K(nbwd__ln_narrow_##SUF##_1)(r); break;                                               \
         case 2: NBWD__K(nbwd__ln_narrow_##SUF##_2)(r); break;                                               \
         case 3: NBWD__K(nbwd__ln_narrow_##SUF##_3)(r); break;                                               \
         default: NBWD__K(nbwd__ln_narrow_##SUF##_4)(r); break;                                              \
@@ -3634,7 +3632,8 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
         const nbwd__cols cols = r->cols;                                                                    \
         int dt = r->dt;                                                                                     \
         if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__ln_rows_##SUF, NBWD__KBASE)(r);                       \
-        else if (NARROW_LN && r->n <= NBWD__NARROW_VECS * NBWD__VW) NBWD__K(nbwd__ln_narrow_##SUF)(r);      \
+        else if (NARROW_LN && r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW)                      \
+            NBWD__K(nbwd__ln_narrow_##SUF)(r);                                                              \
         else if (NBWD__K(nbwd__ln_try_sweep)(r, DT, cols)) {}                                              \
         else if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, DT, cols);                                         \
         else NBWD__K(nbwd__ln_rows_dx_##SUF)(r, cols);                                                     \
