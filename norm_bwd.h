@@ -264,11 +264,11 @@
    LayerNorm and RMSNorm rows with a residual gradient, and those of the
    DST_RSTD form, go a few at a time through the workspace in f32 (each
    tensor still crosses memory once): up to 64 slots (one per thread at
-   work, at most one per row block) of about 64 KiB (or one row), which
-   also caps such calls at 64 threads. The size query includes the slots
-   for every descriptor (it cannot know whether a call will pass a
-   residual); a call that allocates its own workspace takes them only when
-   it stages.
+   work, at most one per row block) of up to 8 rows and about 64 KiB (or
+   one row), which also caps such calls at 64 threads. The size query
+   includes the slots for every descriptor (it cannot know whether a call
+   will pass a residual); a call that allocates its own workspace takes
+   them only when it stages.
    Stack: a call uses about 15 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
@@ -1892,6 +1892,7 @@ enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR =
    when the next step reads them. */
 #define NBWD__STAGE_SLOTS 64
 #define NBWD__STAGE_BYTES (64 << 10)
+#define NBWD__STAGE_ROWS 8 /* at most: the size query of a small problem stays small */
 
 typedef struct nbwd__ln_plan {
     int rms; /* RMSNorm: no mean, mean(g) not subtracted */
@@ -2022,7 +2023,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     { /* the staging slots, last (a call that stages nothing allocates none):
          the size query does not know whether a call will pass a residual
          gradient, so every descriptor has them */
-        int64_t most = p->rows_per_block < NBWD__ROW_BATCH ? p->rows_per_block : NBWD__ROW_BATCH;
+        int64_t most = p->rows_per_block < NBWD__STAGE_ROWS ? p->rows_per_block : NBWD__STAGE_ROWS;
         p->stage_arrays = p->dt == NBWD_F32 ? 2 : 3; /* x or xhat, (16-bit: dy,) dx */
         p->stage_rows = NBWD__STAGE_BYTES / (p->n * 4 * p->stage_arrays);
         if (p->stage_rows > most) p->stage_rows = most;
