@@ -199,6 +199,11 @@ static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, i
             for (i = 0; i < rows; ++i)
                 if (i != r && !same_bits((char *)c.dx + i * row_bytes, dx0 + i * row_bytes, (size_t)row_bytes))
                     row_ok = 0;
+            /* a residual's bad value: its own element alone */
+            for (k = 0; at == AT_RES && k < cols; ++k)
+                if (k != j && !same_bits((char *)c.dx + (r * cols + k) * (int64_t)esz(dt),
+                                         dx0 + (r * cols + k) * (int64_t)esz(dt), esz(dt)))
+                    row_ok = 0;
             CHECK(row_ok);
             /* diff_gamma / diff_beta: unaffected columns bit-identical. dgamma
                column k is fed by x[r][k], dy[r][k], mean[r], var[r]; dbeta
@@ -206,16 +211,12 @@ static void nan_layer_norm(int isa, nbwd_dtype dt, int64_t rows, int64_t cols, i
             for (k = 0; k < cols; ++k) {
                 int g_aff = at == AT_MEAN || (at == AT_VAR && !c.dst) || (k == j && at <= AT_DY);
                 int b_aff = at == AT_DY && k == j;
-                if (at == AT_RES && k != j && !same_bits((char *)c.dx + (r * cols + k) * (int64_t)esz(dt),
-                                                         dx0 + (r * cols + k) * (int64_t)esz(dt), esz(dt)))
-                    row_ok = 0; /* a residual's bad value: its own element alone */
                 if (!g_aff && !same_bits(&c.dg[k], &dg0[k], 4)) params_ok = 0;
                 if (!b_aff && !same_bits(&c.db[k], &db0[k], 4)) params_ok = 0;
                 if (g_aff && !(at == AT_VAR && v == 1) && isfinite(c.dg[k])) affected_nonfinite = 0;
                 if (b_aff && isfinite(c.db[k])) affected_nonfinite = 0;
                 if (v == 0 && g_aff && !isnan(c.dg[k])) affected_nonfinite = 0;
             }
-            CHECK(row_ok);
             CHECK(params_ok);
             CHECK(affected_nonfinite); /* propagated, never silently dropped (variance = +inf: rstd = 0, finite) */
             if (at == AT_RES) CHECK(!isfinite(get(c.dx, r * cols + j, dt)));
