@@ -687,12 +687,12 @@ __device__ __forceinline__ float nbwdg__unscale(float y, float scale, float beta
    (gamma + offset, loaded by the caller for dx too) and beta (0 without
    one). One branch per chunk, beta live only inside it: less register
    pressure (spills) in the kernels every form shares. */
-template <int DT>
+template <int DT, int X>
 __device__ __forceinline__ void nbwdg__xhats(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, int64_t e0, int cnt,
                                              float xm, float xs, const float *gm, float *xh) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    if (p.unscale) {
+    if (X && p.unscale) {
         float bm[V];
         if (p.beta) {
             nbwdg__ld_param<DT>(bm, p.beta, p.pdt, e0, cnt, p.bvec, 0.0f);
@@ -712,7 +712,7 @@ __device__ __forceinline__ void nbwdg__xhats(const nbwdg__ln_k &p, const nbwdg__
    (A == 0: registers ra/rb; A == 1: acc[0..n) and acc[n..2n), which is
    shared memory or the block's partial row in global memory). The same
    additions in the same order whatever A and the load path. */
-template <int DT, int A>
+template <int DT, int A, int X>
 __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
                                                 int64_t e0, int cnt, float xm, float xs, float &sg, float &sgx,
                                                 float *ra, float *rb, float *acc) {
@@ -720,7 +720,7 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
     enum { V = TY::V };
     float gm[V], xhv[V];
     if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
-    nbwdg__xhats<DT>(p, cx, e0, cnt, xm, xs, gm, xhv);
+    nbwdg__xhats<DT, X>(p, cx, e0, cnt, xm, xs, gm, xhv);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         if (v < cnt) {
@@ -748,7 +748,7 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
    the residual gradient (resr: its row, or NULL) in f32, so that dx is
    rounded to the data type once. The residual may be dx itself: each
    element is read before the same thread writes it. */
-template <int DT>
+template <int DT, int X>
 __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
                                                 void *dxr, const void *resr, int64_t e0, int cnt, float xm, float xs,
                                                 float mg, float mgx, float rstd) {
@@ -757,15 +757,15 @@ __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwd
     float gm[V], xhv[V];
     nbwdg__vec<DT> o, cr;
     if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
-    nbwdg__xhats<DT>(p, cx, e0, cnt, xm, xs, gm, xhv);
-    if (resr) cr = nbwdg__ldv<DT>(resr, e0, cnt, p.vec);
+    nbwdg__xhats<DT, X>(p, cx, e0, cnt, xm, xs, gm, xhv);
+    if (X && resr) cr = nbwdg__ldv<DT>(resr, e0, cnt, p.vec);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         const float dv = TY::in(cy.e[v]);
         const float xh = xhv[v];
         const float g = p.gamma ? __fmul_rn(dv, gm[v]) : dv;
         float d = __fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx, mg)), rstd);
-        if (resr) d = __fadd_rn(d, TY::in(cr.e[v]));
+        if (X && resr) d = __fadd_rn(d, TY::in(cr.e[v]));
         o.e[v] = TY::out(d);
     }
     nbwdg__stv<DT>(dxr, e0, cnt, p.vec, o);
@@ -779,7 +779,7 @@ __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwd
    block): column partials in shared memory (p.acc_smem) or directly in the
    block's partial row in global memory; each column is only ever touched
    by its owning thread, in row order. */
-template <int DT, int K, int A>
+template <int DT, int K, int A, int X>
 __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_kernel(const __grid_constant__ nbwdg__ln_k p) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V, KR = A == 0 ? K : 1 };
@@ -812,7 +812,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
             const typename TY::S *xr = (const typename TY::S *)p.x + off[NBWD__TX];
             const typename TY::S *dyr = (const typename TY::S *)p.dy + off[NBWD__TDY];
             void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[NBWD__TDX]) : nullptr;
-            const void *resr = p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__TRES]) : nullptr;
+            const void *resr = X && p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__TRES]) : nullptr;
             if constexpr (K > 0) {
                 nbwdg__vec<DT> cx[K], cy[K];
 #pragma unroll
@@ -822,7 +822,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                         const int cnt = n - e0 < V ? (int)(n - e0) : V;
                         cx[k] = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
                         cy[k] = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                        nbwdg__ln_pass1<DT, A>(p, cx[k], cy[k], e0, cnt, xm, xs, sg, sgx, ra[A == 0 ? k : 0],
+                        nbwdg__ln_pass1<DT, A, X>(p, cx[k], cy[k], e0, cnt, xm, xs, sg, sgx, ra[A == 0 ? k : 0],
                                                rb[A == 0 ? k : 0], acc);
                     }
                 }
@@ -834,7 +834,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                     for (int k = 0; k < K; ++k) {
                         const int64_t c = lane + (int64_t)k * G, e0 = c * V;
                         if (c < chunks)
-                            nbwdg__ln_pass2<DT>(p, cx[k], cy[k], dxr, resr, e0, n - e0 < V ? (int)(n - e0) : V, xm,
+                            nbwdg__ln_pass2<DT, X>(p, cx[k], cy[k], dxr, resr, e0, n - e0 < V ? (int)(n - e0) : V, xm,
                                                 xs, mg, mgx, rstd);
                     }
                 }
@@ -844,7 +844,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                     const int cnt = n - e0 < V ? (int)(n - e0) : V;
                     const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
                     const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                    nbwdg__ln_pass1<DT, A>(p, cx, cy, e0, cnt, xm, xs, sg, sgx, ra[0], rb[0], acc);
+                    nbwdg__ln_pass1<DT, A, X>(p, cx, cy, e0, cnt, xm, xs, sg, sgx, ra[0], rb[0], acc);
                 }
                 if (p.want_dx) {
                     nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
@@ -855,7 +855,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                         const int cnt = n - e0 < V ? (int)(n - e0) : V;
                         const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
                         const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                        nbwdg__ln_pass2<DT>(p, cx, cy, dxr, resr, e0, cnt, xm, xs, mg, mgx, rstd);
+                        nbwdg__ln_pass2<DT, X>(p, cx, cy, dxr, resr, e0, cnt, xm, xs, mg, mgx, rstd);
                     }
                 }
             }
@@ -1164,33 +1164,42 @@ static char *nbwdg__ws_base(void *workspace) {
 
 /* Launch the LayerNorm kernel instance for (DT, K, A); blocks with more
    than 48 KiB of shared memory opt in first. */
-template <int DT, int K, int A>
+template <int DT, int K, int A, int X>
 static cudaError_t nbwdg__ln_go(const nbwdg__ln_k &k, int block, unsigned grid, size_t smem, cudaStream_t st) {
     if (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(nbwdg__ln_kernel<DT, K, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaError_t e = cudaFuncSetAttribute(nbwdg__ln_kernel<DT, K, A, X>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem);
         if (e != cudaSuccess) return e;
     }
-    nbwdg__ln_kernel<DT, K, A><<<grid, block, smem, st>>>(k);
+    nbwdg__ln_kernel<DT, K, A, X><<<grid, block, smem, st>>>(k);
     return cudaGetLastError();
 }
 
-template <int DT>
-static cudaError_t nbwdg__ln_launch(const nbwdg__ln_k &k, const nbwdg__ln_cfg &c, unsigned grid, size_t smem,
-                                    cudaStream_t st) {
+template <int DT, int X>
+static cudaError_t nbwdg__ln_launch_x(const nbwdg__ln_k &k, const nbwdg__ln_cfg &c, unsigned grid, size_t smem,
+                                      cudaStream_t st) {
     if (c.NG > 1) {
         switch (c.K) {
-        case 1: return nbwdg__ln_go<DT, 1, 0>(k, c.block, grid, smem, st);
-        case 2: return nbwdg__ln_go<DT, 2, 0>(k, c.block, grid, smem, st);
-        default: return nbwdg__ln_go<DT, 4, 0>(k, c.block, grid, smem, st);
+        case 1: return nbwdg__ln_go<DT, 1, 0, X>(k, c.block, grid, smem, st);
+        case 2: return nbwdg__ln_go<DT, 2, 0, X>(k, c.block, grid, smem, st);
+        default: return nbwdg__ln_go<DT, 4, 0, X>(k, c.block, grid, smem, st);
         }
     }
     switch (c.K) {
-    case 0: return nbwdg__ln_go<DT, 0, 1>(k, c.block, grid, smem, st);
-    case 1: return nbwdg__ln_go<DT, 1, 1>(k, c.block, grid, smem, st);
-    case 2: return nbwdg__ln_go<DT, 2, 1>(k, c.block, grid, smem, st);
-    default: return nbwdg__ln_go<DT, 4, 1>(k, c.block, grid, smem, st);
+    case 0: return nbwdg__ln_go<DT, 0, 1, X>(k, c.block, grid, smem, st);
+    case 1: return nbwdg__ln_go<DT, 1, 1, X>(k, c.block, grid, smem, st);
+    case 2: return nbwdg__ln_go<DT, 2, 1, X>(k, c.block, grid, smem, st);
+    default: return nbwdg__ln_go<DT, 4, 1, X>(k, c.block, grid, smem, st);
     }
+}
+/* X: the residual or the DST_RSTD unscaling, compiled into their own
+   instances: as runtime flags in the one kernel they cost the plain calls
+   5-13 % on an H100 (more registers, spills in the 16-bit kernels). */
+template <int DT>
+static cudaError_t nbwdg__ln_launch(const nbwdg__ln_k &k, const nbwdg__ln_cfg &c, unsigned grid, size_t smem,
+                                    cudaStream_t st) {
+    return k.res || k.unscale ? nbwdg__ln_launch_x<DT, 1>(k, c, grid, smem, st)
+                              : nbwdg__ln_launch_x<DT, 0>(k, c, grid, smem, st);
 }
 
 static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,

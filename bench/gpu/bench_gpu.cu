@@ -88,43 +88,89 @@ template <class F> static float median_ms(F f) {
 
 static double copy_gbs;
 
-static void bench_ln(int64_t rows, int64_t n, int dt) {
+/* A separate residual add, dx += r, for the "norm + add" baseline of the
+   fused rows: the unfused way, one more pass over dx and the residual. */
+template <class T> __global__ void add_kernel(T *dx, const T *r, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = (T)((float)dx[i] + (float)r[i]);
+}
+static void add_pass(void *dx, const void *r, int64_t n, int dt) {
+    if (dt == NBWD_F32) add_kernel<float><<<1056, 256>>>((float *)dx, (const float *)r, n);
+    else add_kernel<__nv_bfloat16><<<1056, 256>>>((__nv_bfloat16 *)dx, (const __nv_bfloat16 *)r, n);
+}
+
+/* LayerNorm (MEAN_VARIANCE form) or RMSNorm (RSTD form, what PyTorch saves);
+   res: with the residual gradient fused in, timed against the same call
+   without it followed by a separate add */
+static void bench_ln(int64_t rows, int64_t n, int dt, int rms, int res) {
     const int pdt = NBWD_F32, sdt = NBWD_F32;
-    std::vector<unsigned char> x, dy, mean, var, gamma;
+    std::vector<unsigned char> x, dy, mean, var, gamma, r;
     fill(x, dt, rows * n, -2, 2); fill(dy, dt, rows * n, -1, 1); fill(mean, sdt, rows, -0.5f, 0.5f);
     fill(var, sdt, rows, 0.3f, 2.0f); fill(gamma, pdt, n, 0.5f, 1.5f);
+    if (res) fill(r, dt, rows * n, -1, 1);
     int64_t dims[2] = {rows, n};
     nbwd_layer_norm_bwd_desc d;
-    nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    if (rms) {
+        nbwd_rms_norm_bwd_desc_init(&d, 2, dims);
+        d.stats_form = (nbwd_stats_form)NBWD_STATS_RSTD;
+    } else {
+        nbwd_layer_norm_bwd_desc_init(&d, 2, dims);
+    }
     d.data_dtype = (nbwd_dtype)dt; d.stats_dtype = (nbwd_dtype)sdt; d.param_dtype = (nbwd_dtype)pdt;
     nbwd_layer_norm_bwd_args a;
+    nbwd_rms_norm_bwd_args ra;
     memset(&a, 0, sizeof a);
+    memset(&ra, 0, sizeof ra);
     void *dx, *dg, *db, *ws = nullptr;
     a.src = upload(x); a.diff_dst = upload(dy); a.mean = upload(mean); a.variance = upload(var); a.gamma = upload(gamma);
+    a.diff_residual = res ? upload(r) : nullptr;
     CK(cudaMalloc(&dx, x.size())); CK(cudaMalloc(&dg, (size_t)n * 4)); CK(cudaMalloc(&db, (size_t)n * 4));
     a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db;
+    ra.src = a.src; ra.diff_dst = a.diff_dst; ra.rstd = a.variance; ra.gamma = a.gamma; ra.diff_residual = a.diff_residual;
+    ra.diff_src = dx; ra.diff_gamma = dg; ra.diff_beta = db;
     size_t need = 0;
-    nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need);
+    if (rms) nbwd_gpu_rms_norm_bwd_workspace_size(&d, &need);
+    else nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need);
     if (need) CK(cudaMalloc(&ws, need));
-    nbwd_status s = nbwd_gpu_layer_norm_bwd(&d, &a, ws, need, nullptr);
+    auto call = [&](int with_res) {
+        nbwd_layer_norm_bwd_args a2 = a;
+        nbwd_rms_norm_bwd_args r2 = ra;
+        if (!with_res) a2.diff_residual = r2.diff_residual = nullptr;
+        return rms ? nbwd_gpu_rms_norm_bwd(&d, &r2, ws, need, nullptr) : nbwd_gpu_layer_norm_bwd(&d, &a2, ws, need, nullptr);
+    };
+    nbwd_status s = call(1);
     CK(cudaDeviceSynchronize());
     /* check against the CPU path */
     std::vector<unsigned char> cdx(x.size()), cdg((size_t)n * 4), cdb((size_t)n * 4);
     nbwd_layer_norm_bwd_args ca = a;
-    ca.src = x.data(); ca.diff_dst = dy.data(); ca.mean = mean.data(); ca.variance = var.data(); ca.gamma = gamma.data();
-    ca.diff_src = cdx.data(); ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data();
-    nbwd_layer_norm_bwd(&d, &ca, nullptr, 0);
+    nbwd_rms_norm_bwd_args cr = ra;
+    ca.src = cr.src = x.data(); ca.diff_dst = cr.diff_dst = dy.data(); ca.mean = mean.data(); ca.variance = var.data();
+    cr.rstd = var.data(); ca.gamma = cr.gamma = gamma.data(); ca.diff_residual = cr.diff_residual = res ? r.data() : nullptr;
+    ca.diff_src = cr.diff_src = cdx.data(); ca.diff_gamma = cr.diff_gamma = cdg.data(); ca.diff_beta = cr.diff_beta = cdb.data();
+    if (rms) nbwd_rms_norm_bwd(&d, &cr, nullptr, 0);
+    else nbwd_layer_norm_bwd(&d, &ca, nullptr, 0);
     double e1 = relerr(download(dx, x.size()), cdx, dt, rows * n), e2 = relerr(download(dg, (size_t)n * 4), cdg, pdt, n),
            e3 = relerr(download(db, (size_t)n * 4), cdb, pdt, n);
     const double tol = dt == NBWD_F32 ? 1e-4 : 3e-2;
     const char *ok = s == NBWD_OK && e1 <= tol && e2 <= 1e-3 && e3 <= 1e-3 ? "ok" : "MISMATCH";
-    float ms = median_ms([&] { nbwd_gpu_layer_norm_bwd(&d, &a, ws, need, nullptr); });
-    double bytes = 3.0 * (double)x.size() + 2.0 * rows * 4 + 3.0 * n * 4;
-    printf("LayerNorm %8lld x %-6lld %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy  check %s (dx %.1e dg %.1e db %.1e)\n",
-           (long long)rows, (long long)n, dt == NBWD_F32 ? "f32" : "bf16", ms, bytes / ms / 1e6,
+    float ms = median_ms([&] { call(1); });
+    double bytes = (3.0 + res) * (double)x.size() + 2.0 * rows * 4 + 3.0 * n * 4;
+    char op[32];
+    snprintf(op, sizeof op, "%s%s", rms ? "RMSNorm" : "LayerNorm", res ? "+res" : "");
+    printf("%-13s %8lld x %-6lld %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy  check %s (dx %.1e dg %.1e db %.1e)",
+           op, (long long)rows, (long long)n, dt == NBWD_F32 ? "f32" : "bf16", ms, bytes / ms / 1e6,
            100.0 * bytes / ms / 1e6 / copy_gbs, ok, e1, e2, e3);
+    if (res) { /* the unfused way: the norm call, then dx += r */
+        float unfused = median_ms([&] {
+            call(0);
+            add_pass(dx, a.diff_residual, rows * n, dt);
+        });
+        printf("  norm+add %.3f ms: fused %.2fx", unfused, unfused / ms);
+    }
+    printf("\n");
     cudaFree((void *)a.src); cudaFree((void *)a.diff_dst); cudaFree((void *)a.mean); cudaFree((void *)a.variance);
     cudaFree((void *)a.gamma); cudaFree(dx); cudaFree(dg); cudaFree(db);
+    if (a.diff_residual) cudaFree((void *)a.diff_residual);
     if (ws) cudaFree(ws);
 }
 
@@ -191,12 +237,24 @@ int main(int argc, char **argv) {
     }
     printf("GPU: %s (sm_%d%d), median of %d runs after warm-up\n", prop.name, prop.major, prop.minor, runs);
     printf("device-to-device cudaMemcpy: %.1f GB/s (read + write)\n", copy_gbs);
-    printf("GB/s counts x, dy and dx once (plus stats and params); stats and params f32\n");
+    printf("GB/s counts x, dy and dx once (+res: and the residual; plus stats and params); stats and params f32\n");
     static const int64_t ln[][2] = {{32768, 768}, {8192, 1024}, {4096, 4096}, {2048, 8192},
                                     {131072, 64}, {500000, 24}, {16384, 4096}, {8192, 12288}};
     for (int i = 0; i < 8; ++i) {
-        bench_ln(ln[i][0], ln[i][1], NBWD_F32);
-        bench_ln(ln[i][0], ln[i][1], NBWD_BF16);
+        bench_ln(ln[i][0], ln[i][1], NBWD_F32, 0, 0);
+        bench_ln(ln[i][0], ln[i][1], NBWD_BF16, 0, 0);
+    }
+    /* RMSNorm: a 7B model's hidden size, a mid-size and an in-cache problem */
+    static const int64_t rms[][2] = {{32768, 4096}, {8192, 1024}, {64, 4096}};
+    for (int i = 0; i < 3; ++i) {
+        bench_ln(rms[i][0], rms[i][1], NBWD_F32, 1, 0);
+        bench_ln(rms[i][0], rms[i][1], NBWD_BF16, 1, 0);
+    }
+    /* the residual gradient fused in, against the norm call + a separate add */
+    static const int64_t res[][3] = {{32768, 768, 0}, {8192, 1024, 0}, {32768, 4096, 1}, {8192, 1024, 1}};
+    for (int i = 0; i < 4; ++i) {
+        bench_ln(res[i][0], res[i][1], NBWD_F32, (int)res[i][2], 1);
+        bench_ln(res[i][0], res[i][1], NBWD_BF16, (int)res[i][2], 1);
     }
     static const int64_t b1[4] = {32, 64, 56, 56}, b2[4] = {32, 256, 28, 28}, b3[2] = {256, 1024};
     for (int layout = 0; layout < 2; ++layout)
