@@ -153,6 +153,29 @@
      training. x takes no part in diff_src (it is still read) except that a
      NaN or infinite x (or x - mean overflowing) makes its own element's
      diff_src NaN.
+     A batch split over processes (SyncBatchNorm, data-parallel training):
+       nbwd_status nbwd_batch_norm_bwd_reduce(desc, args, float *sum_dy,
+                       float *sum_dy_xhat, int64_t *count, ws, ws_bytes)
+       nbwd_status nbwd_batch_norm_bwd_apply(desc, args, const float *sum_dy,
+                       const float *sum_dy_xhat, int64_t count, ws, ws_bytes)
+     Each process describes its own slice of the batch (desc: its N) with the
+     global mean and variance (or rstd, xhat/std). reduce writes this slice's
+     per-channel sums, dense f32 [C] (sum_dy = its diff_beta, sum_dy_xhat =
+     its diff_gamma, always overwritten) and *count = N * spatial size; it
+     reads x (or xhat), diff_dst and the statistics, and refuses args with
+     diff_src, diff_gamma or diff_beta set. The caller adds sums and counts
+     over the processes (MPI_Allreduce, NCCL, ...) and passes the totals to
+     apply, which writes this slice's diff_src with count as the batch
+     size, and diff_gamma/diff_beta (optional, both or neither; the flag
+     NBWD_ACCUMULATE_PARAM_GRADS applies) from the global sums: the same
+     as one call over the whole batch, short of the order of the sums
+     (about an ulp of them per addition). count must be >= this slice's
+     own count. Both take the same workspace as nbwd_batch_norm_bwd, every
+     layout, stride, dtype and form, and NBWD_USE_GLOBAL_STATS (then dx
+     does not depend on the sums). The sums may not overlap any tensor of
+     the call (NBWD_ERR_BAD_ALIAS). examples/sync_batch_norm.c shows the
+     pattern with MPI (LayerNorm and RMSNorm need no such split: each
+     process all-reduces diff_gamma and diff_beta alone).
 
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
@@ -581,6 +604,15 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
 NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes);
 NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes);
+/* The two phases of a batch split over processes (see BatchNorm above). */
+NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+                                                const nbwd_batch_norm_bwd_args *args, float *sum_dy,
+                                                float *sum_dy_xhat, int64_t *count, void *workspace,
+                                                size_t workspace_bytes);
+NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+                                               const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
+                                               const float *sum_dy_xhat, int64_t count, void *workspace,
+                                               size_t workspace_bytes);
 
 NBWD_API const char *nbwd_status_string(nbwd_status status);
 /* The calling thread's message for its most recent call that returned an
@@ -1589,6 +1621,8 @@ static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, co
     return 1;
 }
 
+/* "args." before a field of args; the two-phase calls' sums are parameters */
+static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
 /* Output spans vs the others. out[i] may equal an input j where exact[i][j]
    says the views are identical; any other overlap is an alias error. */
 #define NBWD__MAX_SPANS 10
@@ -1600,10 +1634,10 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const c
         for (j = 0; j < count; ++j)
             if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j]))
                 return nbwd__fail(NBWD_ERR_BAD_ALIAS,
-                                  "args.%s shares bytes with args.%s (an output may share memory with no other "
+                                  "%s%s shares bytes with %s%s (an output may share memory with no other "
                                   "tensor; diff_src may be exactly diff_dst, src, xhat, dst or diff_residual: same "
                                   "pointer and strides)",
-                                  names[i], names[j]);
+                                  nbwd__arg_prefix(names[i]), names[i], nbwd__arg_prefix(names[j]), names[j]);
     }
     return NBWD_OK;
 }
@@ -2440,7 +2474,17 @@ typedef struct nbwd__bn_run {
     void *dgamma, *dbeta;
     int want_dx, stream;
     int reduce; /* the channel sums are needed: training statistics, or diff_gamma/diff_beta */
+    int64_t count;                          /* the batch size of the sums: M, or apply's count */
+    const float *given_dy, *given_dyx;      /* apply: the global sums (reduce is 0) */
 } nbwd__bn_run;
+
+/* The two-phase calls: reduce writes the slice's sums where diff_beta and
+   diff_gamma would go (dense f32); apply takes the global ones. */
+typedef struct nbwd__bn_sums {
+    int phase; /* 1 reduce, 2 apply */
+    const float *sum_dy, *sum_dy_xhat;
+    int64_t count;
+} nbwd__bn_sums;
 
 NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int rank, const int64_t *dims,
                                             nbwd_layout layout, float epsilon) {
@@ -2544,8 +2588,11 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bw
     return nbwd__finish("nbwd_batch_norm_bwd_workspace_size", s);
 }
 
+/* sums: the two-phase calls (NULL: nbwd_batch_norm_bwd). reduce's sums
+   arrive as a's diff_gamma/diff_beta (named for what they are); apply's are
+   two more inputs that no output may overlap. */
 static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
-                                       const nbwd_batch_norm_bwd_args *a) {
+                                       const nbwd_batch_norm_bwd_args *a, const nbwd__bn_sums *sums) {
     nbwd_status s;
     int64_t total = p->M * p->C, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
     size_t esz = nbwd__esize(p->dt);
@@ -2554,7 +2601,13 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[8] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma", "diff_gamma", "diff_beta"};
+    const char *names[10] = {"src",   "diff_dst",   "diff_src",  "mean",        "variance",
+                             "gamma", "diff_gamma", "diff_beta", "sum_dy_xhat", "sum_dy"};
+    int nspans = sums && sums->phase == 2 ? 10 : 8;
+    if (sums && sums->phase == 1) {
+        names[6] = "sum_dy_xhat";
+        names[7] = "sum_dy";
+    }
     names[0] = nbwd__x_name(p->form);
     names[4] = nbwd__spread_name(p->form, 0);
     if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
@@ -2586,10 +2639,15 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
     sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     out[2] = out[6] = out[7] = 1;
+    if (nspans == 10) {
+        int64_t one = 1;
+        sp[8] = nbwd__span_of(sums->sum_dy_xhat, 1, &p->C, &one, 4);
+        sp[9] = nbwd__span_of(sums->sum_dy, 1, &p->C, &one, 4);
+    }
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
-    return nbwd__check_alias(8, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    return nbwd__check_alias(nspans, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* Channel c's sums are complete (partials[0..1]): coefficients and params.
@@ -2599,8 +2657,8 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
 static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, float sum_dy) {
     const nbwd__bn_plan *p = r->p;
     float gamma = r->gamma ? nbwd__load(r->gamma, c * p->par.st[NBWD__PG][0], p->pdt) : 1.0f;
-    r->mg[c] = p->global_stats ? 0.0f : (float)((double)sum_dy / (double)p->M);
-    r->mgx[c] = p->global_stats ? 0.0f : (float)((double)sum_dyx / (double)p->M);
+    r->mg[c] = p->global_stats ? 0.0f : (float)((double)sum_dy / (double)r->count);
+    r->mgx[c] = p->global_stats ? 0.0f : (float)((double)sum_dyx / (double)r->count);
     if (p->global_stats) r->xs[c] = 0.0f;
     r->scale[c] = r->scale[c] * gamma;
     if (r->dgamma) {
@@ -2675,7 +2733,7 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     float *part = r->partials + c * r->p->nchunks * 2;
     if (!r->reduce) {
-        nbwd__bn_finish(r, c, 0.0f, 0.0f);
+        nbwd__bn_finish(r, c, r->given_dyx ? r->given_dyx[c] : 0.0f, r->given_dy ? r->given_dy[c] : 0.0f);
         return;
     }
     nbwd__tree_sum(r->k, part, r->p->nchunks, 2, 2);
@@ -2812,8 +2870,10 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     }
 }
 
+/* sums: NULL, or the two-phase calls' (reduce: args carries its sums as
+   diff_gamma/diff_beta, see nbwd_batch_norm_bwd_reduce) */
 static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
-                                       void *workspace, size_t workspace_bytes) {
+                                       void *workspace, size_t workspace_bytes, const nbwd__bn_sums *sums) {
     nbwd__bn_plan p;
     nbwd__bn_run r;
     nbwd_status s;
@@ -2823,7 +2883,22 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     int threads;
     if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
-    if ((s = nbwd__bn_check_args(desc, &p, args)) != NBWD_OK) return s;
+    if (sums && sums->phase == 1) { /* the sums: dense f32, overwritten */
+        p.pdt = NBWD_F32;
+        p.accumulate = 0;
+        p.par.st[NBWD__PDG][0] = p.par.st[NBWD__PDB][0] = 1;
+        p.par.dense[NBWD__PDG] = p.par.dense[NBWD__PDB] = 1;
+    }
+    if (sums && sums->phase == 2) {
+        if (!sums->sum_dy || !sums->sum_dy_xhat)
+            return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL", sums->sum_dy ? "sum_dy_xhat" : "sum_dy");
+        if (sums->count < p.M)
+            return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                              "count = %lld, below this call's own %lld elements per channel (count is the sum "
+                              "over all processes of reduce's counts)",
+                              (long long)sums->count, (long long)p.M);
+    }
+    if ((s = nbwd__bn_check_args(desc, &p, args, sums)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     if ((s = nbwd__get_workspace(p.ws_bytes,
@@ -2838,7 +2913,18 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     r.dbeta = args->diff_beta;
     r.gamma = r.dgamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
     r.reduce = !p.global_stats || r.dgamma; /* global statistics and dx alone: one pass */
-    if (p.M == 0 && r.dgamma && !p.accumulate) { /* empty batch: empty sums */
+    r.count = p.M;
+    if (sums && sums->phase == 2) { /* the sums are given: no reduction */
+        r.reduce = 0;
+        r.count = sums->count;
+        r.given_dy = sums->sum_dy;
+        r.given_dyx = sums->sum_dy_xhat;
+        if (p.M == 0 && r.dgamma) /* an empty slice: the parameters' gradients all the same */
+            for (c = 0; c < C; ++c) {
+                nbwd__write_param(r.dgamma, c * p.par.st[NBWD__PDG][0], p.pdt, r.given_dyx[c], p.accumulate);
+                nbwd__write_param(r.dbeta, c * p.par.st[NBWD__PDB][0], p.pdt, r.given_dy[c], p.accumulate);
+            }
+    } else if (p.M == 0 && r.dgamma && !p.accumulate) { /* empty batch: empty sums */
         for (c = 0; c < C; ++c) {
             nbwd__store(r.dgamma, c * p.par.st[NBWD__PDG][0], p.pdt, 0.0f);
             nbwd__store(r.dbeta, c * p.par.st[NBWD__PDB][0], p.pdt, 0.0f);
@@ -2869,7 +2955,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                 nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
             }
             for (c = 0; c < C; ++c)
-                nbwd__bn_finish(&r, c, r.reduce ? r.partials[c] : 0.0f, r.reduce ? r.partials[C + c] : 0.0f);
+                nbwd__bn_finish(&r, c, r.reduce ? r.partials[c] : r.given_dyx ? r.given_dyx[c] : 0.0f,
+                                r.reduce ? r.partials[C + c] : r.given_dy ? r.given_dy[c] : 0.0f);
             if (r.want_dx) {
                 threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));
@@ -2897,21 +2984,68 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     return NBWD_OK;
 }
 
-NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
-                                         void *workspace, size_t workspace_bytes) {
+static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_desc *desc,
+                                  const nbwd_batch_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
+                                  const nbwd__bn_sums *sums) {
     int verbose = nbwd__verbose();
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
     nbwd_status s;
     nbwd__msg[0] = 0;
-    s = nbwd__finish("nbwd_batch_norm_bwd", nbwd__batch_norm_bwd(desc, args, workspace, workspace_bytes));
+    s = nbwd__finish(entry, nbwd__batch_norm_bwd(desc, args, workspace, workspace_bytes, sums));
     if (verbose >= 2 && desc) {
         nbwd__call c;
         NBWD__CALL_OF(c, desc, args);
-        c.op = "batch_norm_bwd";
+        c.op = entry + 5; /* less "nbwd_" */
         c.set = desc->layout == NBWD_NCX ? "NCX" : "NXC";
         nbwd__call_line(&c, nbwd__now() - t0, s);
     }
     return s;
+}
+NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    return nbwd__bn_entry("nbwd_batch_norm_bwd", desc, args, workspace, workspace_bytes, NULL);
+}
+/* reduce is the plain call with diff_gamma/diff_beta pointed at the sums
+   (dense f32, overwritten) and nothing else written. */
+NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+                                                const nbwd_batch_norm_bwd_args *args, float *sum_dy,
+                                                float *sum_dy_xhat, int64_t *count, void *workspace,
+                                                size_t workspace_bytes) {
+    static const char entry[] = "nbwd_batch_norm_bwd_reduce";
+    nbwd_batch_norm_bwd_args a;
+    nbwd__bn_sums sums;
+    nbwd__bn_plan p;
+    nbwd_status s;
+    nbwd__msg[0] = 0;
+    if (!args || !sum_dy || !sum_dy_xhat || !count)
+        return nbwd__finish(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
+                                              !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count"));
+    if (args->diff_src || args->diff_gamma || args->diff_beta)
+        return nbwd__finish(entry, nbwd__fail(NBWD_ERR_BAD_PARAM,
+                                              "args.%s is set: reduce writes the sums alone (diff_src, diff_gamma and "
+                                              "diff_beta come from nbwd_batch_norm_bwd_apply)",
+                                              args->diff_src ? "diff_src" : args->diff_gamma ? "diff_gamma" : "diff_beta"));
+    a = *args;
+    a.gamma = NULL;
+    a.diff_gamma = sum_dy_xhat;
+    a.diff_beta = sum_dy;
+    memset(&sums, 0, sizeof sums);
+    sums.phase = 1;
+    s = nbwd__bn_entry(entry, desc, &a, workspace, workspace_bytes, &sums);
+    if (s == NBWD_OK && nbwd__bn_plan_desc(desc, &p) == NBWD_OK) *count = p.M;
+    return s;
+}
+NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+                                               const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
+                                               const float *sum_dy_xhat, int64_t count, void *workspace,
+                                               size_t workspace_bytes) {
+    nbwd__bn_sums sums;
+    memset(&sums, 0, sizeof sums);
+    sums.phase = 2;
+    sums.sum_dy = sum_dy;
+    sums.sum_dy_xhat = sum_dy_xhat;
+    sums.count = count;
+    return nbwd__bn_entry("nbwd_batch_norm_bwd_apply", desc, args, workspace, workspace_bytes, &sums);
 }
 
 #if defined(NBWD__GCC_NO_CONTRACT)

@@ -390,7 +390,7 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
     nbwd_status s;
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
-    if ((s = nbwd__bn_check_args(desc, p, args)) != NBWD_OK) return s;
+    if ((s = nbwd__bn_check_args(desc, p, args, NULL)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&p->par, 0)) != NBWD_OK) return s;
     if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
         return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");

@@ -3,8 +3,9 @@
    combination, gamma present/absent, diff_gamma+diff_beta present/absent
    (absent: gamma is ignored), diff_src absent, strided (padded, negative)
    tensors, in-place, accumulate, channel counts 1..64, spatial sizes 1..3136,
-   a >= 2^20 element case, degenerate N = 0, C = 0, N * spatial = 1, and
-   frozen (global) statistics. */
+   a >= 2^20 element case, degenerate N = 0, C = 0, N * spatial = 1,
+   frozen (global) statistics, and the two-phase calls (the batch split into
+   slices: reduce per slice, the sums added, apply per slice). */
 #include "nbwd_test.h"
 
 enum { B_DENSE = 0, B_PADDED = 1, B_NEGATIVE = 2 };
@@ -29,6 +30,7 @@ typedef struct bn_cfg {
     int threads;
     int caller_ws;
     int null_empty;
+    int split; /* > 1: the batch in that many slices through reduce and apply */
     uint64_t seed;
 } bn_cfg;
 
@@ -49,6 +51,95 @@ static void bn_set_dims(bn_cfg *c, int rank, const int64_t *d) {
 }
 
 static int bn_cdim(const bn_cfg *c) { return c->layout == NBWD_NCX ? 1 : c->rank - 1; }
+
+/* A tensor's slice of batch entries from n0: the same strides, dims[0]
+   smaller. */
+static const void *bn_slice(const void *base, const int64_t *st, int64_t n0, nbwd_dtype dt) {
+    return base ? (const char *)base + n0 * (st ? st[0] : 0) * (int64_t)(dt == NBWD_F32 ? 4 : 2) : NULL;
+}
+
+/* The batch split into c->split slices (as processes would hold it): reduce
+   on each, the f32 sums and counts added, then apply on each. Each slice but
+   the last writes diff_gamma/diff_beta into a copy of its own (as each
+   process has one), checked against the reference here; the last into
+   args' own, checked by the caller. */
+static nbwd_status bn_split_call(const bn_cfg *c, const nbwd_batch_norm_bwd_desc *desc,
+                                 const nbwd_batch_norm_bwd_args *args, const t_buf *bdg, const t_buf *bdb,
+                                 const double *rdg, const double *rdg_tol, const double *rdb, const double *rdb_tol,
+                                 int64_t M) {
+    int64_t C = desc->dims[desc->layout == NBWD_NCX ? 1 : desc->rank - 1], N = desc->dims[0], Cn = C > 0 ? C : 1;
+    int64_t count = 0, part_count, i, dense[NBWD_MAX_RANK];
+    float *sdy = (float *)t_xmalloc((size_t)Cn * 4), *sdyx = (float *)t_xmalloc((size_t)Cn * 4);
+    float *pdy = (float *)t_xmalloc((size_t)Cn * 4), *pdyx = (float *)t_xmalloc((size_t)Cn * 4);
+    nbwd_status st = NBWD_OK;
+    int k, phase;
+    int d;
+    /* strides of the slices: desc's, or dense over the whole batch */
+    dense[desc->rank - 1] = 1;
+    for (d = desc->rank - 2; d >= 0; --d) dense[d] = dense[d + 1] * desc->dims[d + 1];
+    for (i = 0; i < C; ++i) sdy[i] = sdyx[i] = 0.0f;
+    for (phase = 0; phase < 2 && st == NBWD_OK; ++phase)
+        for (k = 0; k < c->split && st == NBWD_OK; ++k) {
+            int64_t n0 = N * k / c->split, n1 = N * (k + 1) / c->split;
+            nbwd_batch_norm_bwd_desc sd = *desc;
+            nbwd_batch_norm_bwd_args sa = *args;
+            const int64_t *sx = desc->src_strides ? desc->src_strides : dense;
+            const int64_t *sy = desc->diff_dst_strides ? desc->diff_dst_strides : dense;
+            const int64_t *sdx = desc->diff_src_strides ? desc->diff_src_strides : dense;
+            t_buf own_dg, own_db;
+            size_t bytes = 0;
+            void *ws = NULL;
+            sd.dims[0] = n1 - n0;
+            sd.src_strides = sx; sd.diff_dst_strides = sy; sd.diff_src_strides = sdx;
+            sa.src = bn_slice(args->src, sx, n0, desc->data_dtype);
+            sa.xhat = bn_slice(args->xhat, sx, n0, desc->data_dtype);
+            sa.diff_dst = bn_slice(args->diff_dst, sy, n0, desc->data_dtype);
+            sa.diff_src = (void *)bn_slice(args->diff_src, sdx, n0, desc->data_dtype);
+            if (c->caller_ws) { /* deliberately misaligned */
+                CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&sd, &bytes), NBWD_OK);
+                ws = (char *)t_xmalloc(bytes + 8) + 4;
+            }
+            if (phase == 0) {
+                sa.diff_src = sa.diff_gamma = sa.diff_beta = NULL;
+                st = nbwd_batch_norm_bwd_reduce(&sd, &sa, pdy, pdyx, &part_count, ws, bytes);
+                if (ws) free((char *)ws - 4);
+                CHECK(part_count == (n1 - n0) * (N > 0 ? M / N : 0), "reduce: count %lld for %lld batch entries",
+                      (long long)part_count, (long long)(n1 - n0));
+                count += part_count;
+                for (i = 0; i < C; ++i) {
+                    sdy[i] += pdy[i];
+                    sdyx[i] += pdyx[i];
+                }
+                continue;
+            }
+            if (k < c->split - 1 && args->diff_gamma) {
+                if (!t_buf_alloc(&own_dg, 1, &C, bdg->strides, bdg->dt) ||
+                    !t_buf_alloc(&own_db, 1, &C, bdb->strides, bdb->dt)) {
+                    fprintf(stderr, "out of memory\n");
+                    exit(2);
+                }
+                for (i = 0; i < C; ++i) {
+                    t_buf_set(&own_dg, i, t_buf_get(bdg, i));
+                    t_buf_set(&own_db, i, t_buf_get(bdb, i));
+                }
+                sa.diff_gamma = own_dg.base;
+                sa.diff_beta = own_db.base;
+            }
+            st = nbwd_batch_norm_bwd_apply(&sd, &sa, sdy, sdyx, count, ws, bytes);
+            if (ws) free((char *)ws - 4);
+            if (k < c->split - 1 && args->diff_gamma) {
+                if (st == NBWD_OK) {
+                    T_COMPARE_BUF("diff_gamma (an earlier slice's)", &own_dg, rdg, rdg_tol);
+                    T_COMPARE_BUF("diff_beta (an earlier slice's)", &own_db, rdb, rdb_tol);
+                }
+                t_buf_free(&own_dg);
+                t_buf_free(&own_db);
+            }
+        }
+    CHECK(st != NBWD_OK || count == M, "the slices' counts add up to %lld, not %lld", (long long)count, (long long)M);
+    free(sdy); free(sdyx); free(pdy); free(pdyx);
+    return st;
+}
 
 static int bn_run(const bn_cfg *c) {
     char dims[128];
@@ -77,10 +168,10 @@ static int bn_run(const bn_cfg *c) {
     }
     M = C > 0 ? total / C : 0;
     t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d global=%d eps=%g "
-           "data=%d threads=%d ws=%d seed=%llu isa=%s",
+           "data=%d threads=%d ws=%d split=%d seed=%llu isa=%s",
            c->layout == NBWD_NCX ? "NCX" : "NXC", dims, t_form_name(c->form), t_dtype_name(c->dt),
            t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->gamma, c->params, c->want_dx, c->strides, c->inplace,
-           c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws,
+           c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws, c->split,
            (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
     t_rng_seed(&rng, c->seed);
 
@@ -230,7 +321,9 @@ static int bn_run(const bn_cfg *c) {
     s_g = t_snap_take(&bg); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
     allocs0 = t_hook_allocs();
     frees0 = t_hook_frees();
-    if (c->caller_ws) {
+    if (c->split > 1) {
+        st = bn_split_call(c, &desc, &args, &bdg, &bdb, rdg, rdg_tol, rdb, rdb_tol, M);
+    } else if (c->caller_ws) {
         st = nbwd_batch_norm_bwd_workspace_size(&desc, &ws_bytes);
         CHECK_STATUS(st, NBWD_OK);
         ws = t_xmalloc(ws_bytes + 8);
@@ -637,11 +730,64 @@ static void bn_global_stats(void) {
         }
 }
 
+/* 9. The two-phase calls: the batch in 2 or 3 slices (an empty one where
+   N < slices) through reduce and apply must match the float64 reference of
+   the whole batch, in every layout, form and dtype combination, with
+   strides, in place, accumulated, frozen statistics, threads and a caller's
+   workspace. */
+static void bn_two_phase(void) {
+    int lay, f, k, v;
+    static const int64_t sp2[2] = {3, 5}, sp1[1] = {700};
+    for (lay = 0; lay < 2; ++lay)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < T_NCOMBOS; ++k) {
+                bn_cfg c;
+                bn_defaults(&c);
+                bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 5, 6, 2, sp2);
+                c.form = (nbwd_stats_form)f;
+                c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                c.split = 2 + (k + f) % 2;
+                c.seed = ++g_bseed;
+                bn_run(&c);
+            }
+    for (lay = 0; lay < 2; ++lay)
+        for (v = 0; v < 8; ++v) {
+            bn_cfg c;
+            bn_defaults(&c);
+            bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, v == 7 ? 2 : 7, 19, 1, sp1);
+            c.split = v % 2 ? 3 : 2;
+            switch (v) {
+            case 0: c.strides = B_PADDED; break;
+            case 1: c.strides = B_NEGATIVE; c.dt = NBWD_BF16; break;
+            case 2: c.inplace = BIP_DY; c.accumulate = 1; break;
+            case 3: c.inplace = BIP_X; c.gamma = 0; break;
+            case 4: c.global_stats = 1; c.threads = 2; break;
+            case 5: c.params = 0; c.caller_ws = 1; c.threads = 2; break;
+            case 6: c.want_dx = 0; c.accumulate = 1; c.dt = NBWD_F16; break;
+            default: c.global_stats = 1; c.params = 0; break; /* N = 2 in 3 slices: one empty */
+            }
+            c.seed = ++g_bseed;
+            bn_run(&c);
+        }
+    { /* [N, C] (no spatial dims), gathered channels: rank 2 */
+        bn_cfg c;
+        int64_t d2[2] = {33, 40};
+        bn_defaults(&c);
+        bn_set_dims(&c, 2, d2);
+        c.layout = NBWD_NXC;
+        c.split = 3;
+        c.strides = B_PADDED;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
+}
+
 void test_batch_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", bn_full_cross}, {"shapes", bn_shapes},         {"strides", bn_strides},
         {"in-place/accumulate", bn_inplace_accumulate}, {"data", bn_data}, {"degenerate", bn_degenerate},
         {"large/threads", bn_large_threads}, {"global statistics", bn_global_stats},
+        {"two-phase", bn_two_phase},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
