@@ -3017,6 +3017,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *
     nbwd__bn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) /* the descriptor first, as every call */
+        return nbwd__finish(entry, s);
     if (!args || !sum_dy || !sum_dy_xhat || !count)
         return nbwd__finish(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
                                               !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count"));
@@ -3032,7 +3034,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *
     memset(&sums, 0, sizeof sums);
     sums.phase = 1;
     s = nbwd__bn_entry(entry, desc, &a, workspace, workspace_bytes, &sums);
-    if (s == NBWD_OK && nbwd__bn_plan_desc(desc, &p) == NBWD_OK) *count = p.M;
+    if (s == NBWD_OK) *count = p.M;
     return s;
 }
 NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,

@@ -610,6 +610,111 @@ static void bn_status_cases(nbwd_layout L) {
     }
 }
 
+/* The two-phase calls. reduce writes its sums (the diff_gamma/diff_beta
+   arenas here) and count; apply reads its sums from the beta arena (BatchNorm
+   has no beta) and writes the usual outputs. A refused call leaves every
+   output, the count included, untouched. */
+#define BN_SUMS_AT(k) ((float *)g_ar[A_B].base + (k)*64)
+static void bn_reduce_expect(const char *what, const nbwd_batch_norm_bwd_desc *d, const nbwd_batch_norm_bwd_args *a,
+                             float *sum_dy, float *sum_dyx, int64_t *count, size_t ws_bytes, nbwd_status want) {
+    nbwd_status s;
+    int64_t count0 = count ? *count : 0;
+    void *ws = ws_bytes ? t_xmalloc(ws_bytes) : NULL;
+    t_case("BN reduce status: %s (%s, isa %s)", what, d && d->layout == NBWD_NCX ? "NCX" : "NXC",
+           nbwd_isa_name(g_test_isa));
+    snap_inputs();
+    s = nbwd_batch_norm_bwd_reduce(d, a, sum_dy, sum_dyx, count, ws, ws_bytes);
+    CHECK_STATUS(s, want);
+    if (want != NBWD_OK) {
+        check_untouched(what);
+        if (count) CHECK(*count == count0, "%s: count was written by a failing call", what);
+    } else {
+        CHECK(*count == 10, "%s: count %lld, not N * X = 10", what, (long long)*count);
+        CHECK(!arena_all_canary(&g_ar[A_DG]) && arena_all_canary(&g_ar[A_DX]), "%s: the sums not written, or dx was",
+              what);
+    }
+    free(ws);
+}
+static void bn_apply_expect(const char *what, const nbwd_batch_norm_bwd_desc *d, const nbwd_batch_norm_bwd_args *a,
+                            const float *sum_dy, const float *sum_dyx, int64_t count, nbwd_status want) {
+    nbwd_status s;
+    t_case("BN apply status: %s (%s, isa %s)", what, d && d->layout == NBWD_NCX ? "NCX" : "NXC",
+           nbwd_isa_name(g_test_isa));
+    snap_inputs();
+    s = nbwd_batch_norm_bwd_apply(d, a, sum_dy, sum_dyx, count, NULL, 0);
+    CHECK_STATUS(s, want);
+    if (want != NBWD_OK) check_untouched(what);
+}
+static void bn_two_phase_status(nbwd_layout L) {
+    nbwd_batch_norm_bwd_desc d, zero;
+    nbwd_batch_norm_bwd_args a;
+    float *sdy = (float *)g_ar[A_DB].base, *sdyx = (float *)g_ar[A_DG].base;
+    int64_t count = -7;
+    size_t need = 0;
+    memset(&zero, 0, sizeof zero);
+#define BN_REDUCE_ARGS()                                                                                              \
+    do {                                                                                                              \
+        bn_valid(&d, &a, L);                                                                                          \
+        a.diff_src = a.diff_gamma = a.diff_beta = NULL;                                                               \
+        count = -7;                                                                                                   \
+    } while (0)
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("valid reduce", &d, &a, sdy, sdyx, &count, 0, NBWD_OK);
+    BN_REDUCE_ARGS();
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0) bn_reduce_expect("reduce, workspace one byte short", &d, &a, sdy, sdyx, &count, need - 1,
+                                   NBWD_ERR_INSUFFICIENT_WORKSPACE);
+    BN_REDUCE_ARGS(); a.diff_src = g_ar[A_DX].base;
+    bn_reduce_expect("reduce with args.diff_src", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_PARAM);
+    BN_REDUCE_ARGS(); a.diff_gamma = g_ar[A_DX].base; a.diff_beta = g_ar[A_DX].base + 64;
+    bn_reduce_expect("reduce with args.diff_gamma", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_PARAM);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, sum_dy NULL", &d, &a, NULL, sdyx, &count, 0, NBWD_ERR_NULL_POINTER);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, sum_dy_xhat NULL", &d, &a, sdy, NULL, &count, 0, NBWD_ERR_NULL_POINTER);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, count NULL", &d, &a, sdy, sdyx, NULL, 0, NBWD_ERR_NULL_POINTER);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, args NULL", &d, NULL, sdy, sdyx, &count, 0, NBWD_ERR_NULL_POINTER);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, zeroed desc", &zero, &a, sdy, sdyx, &count, 0, NBWD_ERR_NOT_INITIALIZED);
+    BN_REDUCE_ARGS(); a.diff_dst = NULL;
+    bn_reduce_expect("reduce, diff_dst NULL", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_NULL_POINTER);
+    BN_REDUCE_ARGS();
+    bn_reduce_expect("reduce, sum_dy_xhat overlapping sum_dy", &d, &a, sdy, sdy + 2, &count, 0, NBWD_ERR_BAD_ALIAS);
+    BN_REDUCE_ARGS(); a.mean = sdy;
+    bn_reduce_expect("reduce, sum_dy overlapping mean", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
+    CHECK(strstr(nbwd_last_error(), "sum_dy shares bytes with args.mean") != NULL, "the message names sum_dy: %s",
+          nbwd_last_error());
+
+    bn_valid(&d, &a, L);
+    bn_apply_expect("valid apply", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply with a count of more processes", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 1000, NBWD_OK);
+    bn_valid(&d, &a, L); a.mean = BN_SUMS_AT(0);
+    bn_apply_expect("apply, sum_dy the same memory as an input", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, count below the slice's own", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 9, NBWD_ERR_BAD_PARAM);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, negative count", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), -1, NBWD_ERR_BAD_PARAM);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, sum_dy NULL", &d, &a, NULL, BN_SUMS_AT(1), 10, NBWD_ERR_NULL_POINTER);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, sum_dy_xhat NULL", &d, &a, BN_SUMS_AT(0), NULL, 10, NBWD_ERR_NULL_POINTER);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, sum_dy overlapping diff_gamma", &d, &a, (const float *)a.diff_gamma + 1, BN_SUMS_AT(1),
+                    10, NBWD_ERR_BAD_ALIAS);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, sum_dy_xhat overlapping diff_src", &d, &a, BN_SUMS_AT(0), (const float *)a.diff_src + 3,
+                    10, NBWD_ERR_BAD_ALIAS);
+    bn_valid(&d, &a, L); a.diff_beta = NULL;
+    bn_apply_expect("apply, diff_gamma without diff_beta", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_PARAM);
+    bn_valid(&d, &a, L);
+    bn_apply_expect("apply, zeroed desc", &zero, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_ERR_NOT_INITIALIZED);
+#undef BN_REDUCE_ARGS
+}
+
 /* --------------------------------------------------- strings, ISA control */
 static void status_strings(void) {
     int i, j;
@@ -814,6 +919,8 @@ void test_status(void) {
     ln_status_cases();
     bn_status_cases(NBWD_NCX);
     bn_status_cases(NBWD_NXC);
+    bn_two_phase_status(NBWD_NCX);
+    bn_two_phase_status(NBWD_NXC);
     workspace_same_bits();
     fixture_free();
     for (k = 0; k < A_COUNT; ++k) {

@@ -1,7 +1,8 @@
 /* fuzz_batch_norm.c - libFuzzer target: random bytes -> one call of
-   nbwd_batch_norm_bwd_workspace_size and nbwd_batch_norm_bwd (rank, layout,
-   dims, strides, pointers, aliasing, workspace, forced ISA all decoded).
-   The same checks as fuzz_layer_norm.c. */
+   nbwd_batch_norm_bwd_workspace_size and nbwd_batch_norm_bwd, or of the
+   two-phase pair (reduce, then apply with its sums: the last byte read)
+   (rank, layout, dims, strides, pointers, aliasing, workspace, forced ISA
+   all decoded). The same checks as fuzz_layer_norm.c. */
 #define NORM_BWD_IMPLEMENTATION
 #include "norm_bwd.h"
 #include "fuzz_common.h"
@@ -49,6 +50,30 @@ static int dense_block(const int64_t *dims, const int64_t *st, int from, int to)
     return 1;
 }
 
+/* two: nbwd_batch_norm_bwd_reduce over the whole batch as one slice, then
+   nbwd_batch_norm_bwd_apply with its sums and count: the plain call's
+   results (the same sums), so the same oracle holds. C: the channels
+   (< 0: not known, the plain call). */
+static nbwd_status fz_bn_call(int two, const nbwd_batch_norm_bwd_desc *d, const nbwd_batch_norm_bwd_args *a, void *ws,
+                              size_t ws_bytes, int64_t C) {
+    nbwd_batch_norm_bwd_args ra;
+    float *sums;
+    int64_t count = -5;
+    nbwd_status s;
+    if (!two || C < 0 || C > FZ_CAP_ELEMS) return nbwd_batch_norm_bwd(d, a, ws, ws_bytes);
+    sums = (float *)malloc((size_t)(2 * C + 1) * sizeof(float));
+    if (!sums) FZ_FAIL("out of memory");
+    if (a) {
+        ra = *a;
+        ra.diff_src = ra.diff_gamma = ra.diff_beta = NULL;
+    }
+    s = nbwd_batch_norm_bwd_reduce(d, a ? &ra : NULL, sums, sums + C, &count, ws, ws_bytes);
+    if (s == NBWD_OK) s = nbwd_batch_norm_bwd_apply(d, a, sums, sums + C, count, ws, ws_bytes);
+    else FZ_ASSERT(count == -5, "a refused reduce wrote count");
+    free(sums);
+    return s;
+}
+
 #define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -61,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t dims[NBWD_MAX_RANK], N = 0, C = 0, S = 1, total = 1, nz = 1;
     int rank, i, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok = 0, nxc = 1;
     int mode[T_N], want[T_N], ws_mode, args_null, special, injected = 0, isa_runnable, bfrom = 0, bto = 0;
-    int alias_of[T_N];
+    int alias_of[T_N], two_phase;
+    int64_t Cd = -1; /* the channels for the two-phase calls' sums, where the rank and layout are valid */
     int64_t alias_delta[T_N];
     size_t ws_bytes = 0, qbytes = 777;
     nbwd_status sq, s;
@@ -161,6 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g.s = fz_u64(&rd);
     special = fz_u8(&rd);
     special = special >= 224 ? 1 + special % 5 : 0;
+    two_phase = fz_u8(&rd) >= 128; /* the last byte read: the corpus before it keeps its meaning */
+    if (rank >= 2 && rank <= NBWD_MAX_RANK && ((int)layout == NBWD_NXC || (int)layout == NBWD_NCX))
+        Cd = layout == NBWD_NXC || rank == 2 ? dims[rank - 1] : dims[1];
     if (force >= 0) {
         nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
         force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
@@ -217,8 +246,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
         /* A small workspace: a huge accepted descriptor stops at
            INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
-        s = nbwd_batch_norm_bwd(&d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
-                                must_reject ? 0 : sizeof small_ws);
+        /* rule 8 (diff_gamma without diff_beta) is the outputs': reduce, which
+           takes none, would accept the call and read these small buffers */
+        s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
+                       must_reject ? 0 : sizeof small_ws, must_reject && why == 8 ? -1 : Cd);
         if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
         if (must_reject) {
             FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, layout %d, dims %lld %lld %lld)",
@@ -279,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.diff_src = P(T_DX);
     a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
 #undef P
-    s = nbwd_batch_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
+    s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, ws, ws_bytes, Cd);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
