@@ -238,12 +238,13 @@ typedef struct bn_case {
     int64_t N, C, S, total;
     void *x, *dy, *dx;
     float *mean, *var, *gamma, *dg, *db;
+    int two_phase; /* the batch in two slices through reduce and apply */
 } bn_case;
 
 static void bn_alloc(bn_case *c, int rank, const int64_t *dims, nbwd_layout layout, nbwd_dtype dt, uint64_t seed) {
     int64_t i;
     int d;
-    c->rank = rank; c->layout = layout; c->dt = dt;
+    c->rank = rank; c->layout = layout; c->dt = dt; c->two_phase = 0;
     c->total = 1;
     for (d = 0; d < rank; ++d) { c->dims[d] = dims[d]; c->total *= dims[d]; }
     c->N = dims[0];
@@ -279,10 +280,42 @@ static nbwd_status bn_run(const bn_case *c, int isa, int num_threads) {
     memset(&a, 0, sizeof a);
     a.src = c->x; a.diff_dst = c->dy; a.mean = c->mean; a.variance = c->var; a.gamma = c->gamma;
     a.diff_src = c->dx; a.diff_gamma = c->dg; a.diff_beta = c->db;
+    if (c->two_phase) { /* batch entries [0, N/2) and [N/2, N), dense: offsets of whole entries */
+        float *sums = (float *)xmalloc((size_t)c->C * 16);
+        int64_t count[2] = {0, 0}, half = c->N / 2, k, ch, per = c->total / c->N * (int64_t)esz(c->dt);
+        nbwd_status s = NBWD_OK;
+        for (k = 0; k < 2 && s == NBWD_OK; ++k) {
+            nbwd_batch_norm_bwd_args r = a;
+            nbwd_batch_norm_bwd_desc sd = d;
+            sd.dims[0] = k ? c->N - half : half;
+            r.src = (const char *)c->x + (k ? half * per : 0);
+            r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
+            r.diff_src = r.diff_gamma = r.diff_beta = NULL;
+            s = nbwd_batch_norm_bwd_reduce(&sd, &r, sums + 2 * k * c->C, sums + (2 * k + 1) * c->C, &count[k], NULL, 0);
+        }
+        for (ch = 0; ch < c->C; ++ch) { /* the all-reduce */
+            sums[ch] += sums[2 * c->C + ch];
+            sums[c->C + ch] += sums[3 * c->C + ch];
+        }
+        for (k = 0; k < 2 && s == NBWD_OK; ++k) {
+            nbwd_batch_norm_bwd_args r = a;
+            nbwd_batch_norm_bwd_desc sd = d;
+            sd.dims[0] = k ? c->N - half : half;
+            r.src = (const char *)c->x + (k ? half * per : 0);
+            r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
+            r.diff_src = (char *)c->dx + (k ? half * per : 0);
+            s = nbwd_batch_norm_bwd_apply(&sd, &r, sums, sums + c->C, count[0] + count[1], NULL, 0);
+        }
+        free(sums);
+        return s;
+    }
     return nbwd_batch_norm_bwd(&d, &a, NULL, 0);
 }
 
-static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims, nbwd_layout layout) {
+/* two_phase: the same through nbwd_batch_norm_bwd_reduce and _apply over two
+   slices of the batch (a bad value in one slice reaches its channel in
+   both, through the sums, and nothing else) */
+static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims, nbwd_layout layout, int two_phase) {
     static const float vals[3] = {NAN, INFINITY, -INFINITY};
     bn_case c;
     int64_t ch, i, k, e;
@@ -291,13 +324,14 @@ static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims
     float *dg0, *db0;
     int at, v;
     bn_alloc(&c, rank, dims, layout, dt, 99 + (uint64_t)dims[1] * 31);
+    c.two_phase = two_phase;
     ch = c.C / 2;
     e = bn_index(&c, c.N - 1, ch, c.S - 1); /* the channel's last element: a SIMD tail in NCX */
     bytes = (size_t)c.total * esz(dt);
     dx0 = (unsigned char *)xmalloc(bytes);
     dg0 = (float *)xmalloc((size_t)c.C * 4); db0 = (float *)xmalloc((size_t)c.C * 4);
-    snprintf(g_ctx, sizeof g_ctx, "nan BN %s %s %s rank %d clean", nbwd_isa_name((nbwd_isa)isa), dt_name(dt),
-             layout == NBWD_NXC ? "nxc" : "ncx", rank);
+    snprintf(g_ctx, sizeof g_ctx, "nan BN%s %s %s %s rank %d clean", two_phase ? " two-phase" : "",
+             nbwd_isa_name((nbwd_isa)isa), dt_name(dt), layout == NBWD_NXC ? "nxc" : "ncx", rank);
     CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
     memcpy(dx0, c.dx, bytes); memcpy(dg0, c.dg, (size_t)c.C * 4); memcpy(db0, c.db, (size_t)c.C * 4);
     for (at = AT_X; at <= AT_GAMMA; ++at) {
@@ -310,8 +344,8 @@ static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims
             nbwd_dtype tdt = at <= AT_DY ? dt : NBWD_F32;
             int64_t idx = at <= AT_DY ? e : ch;
             int g_aff = at != AT_GAMMA, b_aff = at == AT_DY;
-            snprintf(g_ctx, sizeof g_ctx, "nan BN %s %s %s rank %d %s[channel %lld] = %g",
-                     nbwd_isa_name((nbwd_isa)isa), dt_name(dt), layout == NBWD_NXC ? "nxc" : "ncx", rank,
+            snprintf(g_ctx, sizeof g_ctx, "nan BN%s %s %s %s rank %d %s[channel %lld] = %g",
+                     two_phase ? " two-phase" : "", nbwd_isa_name((nbwd_isa)isa), dt_name(dt), layout == NBWD_NXC ? "nxc" : "ncx", rank,
                      at_name[at], (long long)ch, (double)vals[v]);
             saved = get(target, idx, tdt);
             put(target, idx, tdt, vals[v]);
@@ -357,9 +391,11 @@ static void suite_nan(void) {
                     nan_layer_norm(isa, dts[t], ln_shapes[s][0], ln_shapes[s][1], 1, variant);
                 }
             }
-            nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC);
-            nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX);
-            nan_batch_norm(isa, dts[t], 2, bn2, NBWD_NXC);
+            nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC, 0);
+            nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX, 0);
+            nan_batch_norm(isa, dts[t], 2, bn2, NBWD_NXC, 0);
+            nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC, 1);
+            nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX, 1);
         }
     }
 }
