@@ -21,6 +21,7 @@
 #   make compile-cost  the implementation file's compile time, memory and
 #                      size with gcc and clang, against its budget
 #   make bench         the benchmark (bench.mk), side by side with oneDNN
+#   make test-mpi      examples/sync_batch_norm.c on mpirun -np 2, 3 (mpi.mk)
 #   make install PREFIX=/usr/local   headers + pkg-config files (norm_bwd.pc,
 #                      norm_bwd-openmp.pc); GPU_HEADER=1 adds norm_bwd_gpu.h
 #                      (never run on a GPU); DESTDIR for staging. CMake:
@@ -181,4 +182,5 @@ clean:
 
 -include bench.mk
 -include gpu.mk
+-include mpi.mk
 -include hardening.mk

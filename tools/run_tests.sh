@@ -10,9 +10,11 @@
 #   packaging the examples (make examples: the README's example block is a
 #             run of its own) and the CMake and pkg-config routes (make
 #             check-packaging)
+#   mpi       examples/sync_batch_norm.c under mpirun -np 2 and 3 (make
+#             test-mpi: one check per run; skipped in one line without Open MPI)
 #   all       compile-cost (first: its timings want an idle machine), compile-check
 #             (its core matrix), check-isa, native, emulated, neon (if built),
-#             packaging
+#             packaging, mpi
 set -u
 B=${BUILD:-build}
 LOG=$B/test-logs
@@ -149,6 +151,10 @@ packaging() {
     run "README example block = examples/quickstart.c" tools/check_examples.sh readme
     run "packaging: CMake and pkg-config" tools/check_packaging.sh
 }
+# --- the batch split over processes, with MPI (tools/check_mpi.sh)
+mpi() {
+    run "mpi: examples/sync_batch_norm.c, mpirun -np 2 and 3" tools/check_mpi.sh
+}
 
 case "${1:-all}" in
     native) native ;;
@@ -156,6 +162,7 @@ case "${1:-all}" in
     emulated) emulated ;;
     neon) neon ;;
     packaging) packaging ;;
+    mpi) mpi ;;
     all)
         run "compile-cost" tools/compile_cost.sh
         MATRIX=core run "compile-check (core)" tools/compile_check.sh
@@ -164,8 +171,9 @@ case "${1:-all}" in
         emulated
         neon
         packaging
+        mpi
         ;;
-    *) echo "usage: $0 native|quick|emulated|neon|packaging|all"; exit 2 ;;
+    *) echo "usage: $0 native|quick|emulated|neon|packaging|mpi|all"; exit 2 ;;
 esac
 echo "$RUNS test runs, $BROKEN that printed no result"
 echo "$PASS passed, $FAIL failed"
