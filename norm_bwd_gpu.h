@@ -8,8 +8,9 @@
    path) is tested everywhere, and `make test-gpu` has passed on an NVIDIA
    H100 (also under compute-sanitizer memcheck). Correct, not yet tuned:
    16-bit data reaches a fraction of the bandwidth f32 does (README). The
-   later args.diff_residual and NBWD_STATS_DST_RSTD paths compile and have
-   their device tests in tests/gpu/test_gpu.cu, not yet run on a GPU.
+   later args.diff_residual and NBWD_STATS_DST_RSTD paths and BatchNorm's
+   two-phase calls (nbwd_gpu_batch_norm_bwd_reduce / _apply) compile and
+   have their device tests in tests/gpu/test_gpu.cu, not yet run on a GPU.
 
    ============================================================================
    COMPILING
@@ -53,6 +54,10 @@
        nbwd_status nbwd_gpu_rms_norm_bwd(desc, args, workspace, bytes, stream)
        nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(desc, &bytes)
        nbwd_status nbwd_gpu_batch_norm_bwd(desc, args, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_batch_norm_bwd_reduce(desc, args, sum_dy,
+                       sum_dy_xhat, &count, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_batch_norm_bwd_apply(desc, args, sum_dy,
+                       sum_dy_xhat, count, workspace, bytes, stream)
        nbwd_status nbwd_gpu_device_count(int *count)
        const char *nbwd_gpu_last_error(void)
    desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
@@ -71,6 +76,29 @@
    memory. stream is a cudaStream_t passed as void * (NULL: the default
    stream). desc->num_threads and desc->isa are validated as on the CPU and
    otherwise ignored.
+
+   BatchNorm on a batch split over processes (SyncBatchNorm): reduce and
+   apply are norm_bwd.h's nbwd_batch_norm_bwd_reduce / _apply (same
+   semantics, validation, statuses and messages; see "A batch split over
+   processes" there) on the device. sum_dy and sum_dy_xhat are DEVICE
+   pointers, dense f32 [C] (what an NCCL all-reduce takes, in place if you
+   like); count lives in host memory: reduce writes *count (N * spatial
+   size, known from the shape) before it returns, and only when it returns
+   NBWD_OK; apply takes the total by value. Both take
+   nbwd_gpu_batch_norm_bwd_workspace_size's workspace, and refuse what
+   nbwd_gpu_batch_norm_bwd refuses (strided parameter tensors included,
+   though reduce reads none: a descriptor is taken by both phases or by
+   neither). reduce launches the reduction alone: its sums have the bits
+   nbwd_gpu_batch_norm_bwd would give this slice's f32 diff_beta/diff_gamma
+   (not accumulated).
+   apply launches no reduction: the coefficients from the given sums and
+   count, then diff_src, and diff_gamma/diff_beta (the param dtype,
+   NBWD_ACCUMULATE_PARAM_GRADS) from the given sums; on an empty slice only
+   the latter. One slice holding the whole batch gives
+   nbwd_gpu_batch_norm_bwd's bits exactly. Like every call here both are
+   asynchronous on `stream`: reduce's sums are ready when the stream gets
+   there, and apply's sums must be ready when its kernels run (an
+   all-reduce on another stream needs an event or a synchronization first).
 
    What runs where: validation and planning on the host, in the calling
    thread; then a few kernel launches on `stream`, asynchronous like any
@@ -110,17 +138,18 @@
    ============================================================================
    fp32 accumulation (per-row / per-channel scalars as in the CPU path, with
    rstd from the statistics in double). diff_gamma/diff_beta and the
-   BatchNorm channel sums use no float atomics: stage 1 writes one partial
-   per fixed block of rows (or batch entries) into the workspace, stage 2
-   adds the partials in a fixed order. Every blocking and thread mapping is a
-   function of the shape and dtypes only (never of the device, the grid size
-   or the data alignment: 16-byte vector loads and the scalar fallback add in
-   the same order), so results are bitwise identical from run to run, on any
-   grid size and on any GPU that runs the same binary. They differ from the
-   CPU path in the last bits (different summation order, FMA). The
-   DST_RSTD form's xhat has the CPU path's bits (an IEEE reciprocal of the
-   scale, then a separate subtract and multiply, never contracted), and so
-   has the residual's addition before the narrowing.
+   BatchNorm channel sums (reduce's too) use no float atomics: stage 1
+   writes one partial per fixed block of rows (or batch entries) into the
+   workspace, stage 2 adds the partials in a fixed order. Every blocking and
+   thread mapping is a function of the shape and dtypes only (never of the
+   device, the grid size or the data alignment: 16-byte vector loads and the
+   scalar fallback add in the same order), so results are bitwise identical
+   from run to run, on any grid size and on any GPU that runs the same
+   binary. They differ from the CPU path in the last bits (different
+   summation order, FMA). The DST_RSTD form's xhat has the CPU path's bits
+   (an IEEE reciprocal of the scale, then a separate subtract and multiply,
+   never contracted), and so has the residual's addition before the
+   narrowing.
    16-bit values are widened exactly and narrowed with __float2half_rn /
    __float2bfloat16_rn (round to nearest even; NaN payloads may differ from
    the CPU conversions).
@@ -168,6 +197,17 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch
 NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
                                                  const nbwd_batch_norm_bwd_args *args, void *workspace,
                                                  size_t workspace_bytes, void *stream /* cudaStream_t */);
+/* The two phases of a batch split over processes (see BatchNorm above):
+   sum_dy and sum_dy_xhat are DEVICE pointers (dense f32 [C]); count is in
+   host memory. */
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+                                                        const nbwd_batch_norm_bwd_args *args, float *sum_dy,
+                                                        float *sum_dy_xhat, int64_t *count, void *workspace,
+                                                        size_t workspace_bytes, void *stream /* cudaStream_t */);
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+                                                       const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
+                                                       const float *sum_dy_xhat, int64_t count, void *workspace,
+                                                       size_t workspace_bytes, void *stream /* cudaStream_t */);
 /* Number of CUDA devices; *count = 0 and NBWD_ERR_UNSUPPORTED when there is
    no driver or device, or the build has no CUDA (message in last_error). */
 NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count);
@@ -385,13 +425,37 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int r
     return s;
 }
 
+/* sums: the two-phase calls (NULL: nbwd_gpu_batch_norm_bwd), checked as
+   norm_bwd.h's nbwd__batch_norm_bwd does: reduce's sums arrive as args'
+   diff_gamma/diff_beta (dense f32, overwritten: the plan says so), apply's
+   are two more inputs, with the count. The GPU's dense-parameter rule
+   looks at the descriptor's own strides: a descriptor is taken by both
+   phases or by neither. */
 static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
-                                     const void *workspace, size_t bytes, nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
+                                     const nbwd__bn_sums *sums, const void *workspace, size_t bytes, nbwd__bn_plan *p,
+                                     nbwdg__bn_cfg *c) {
+    nbwd__params par;
     nbwd_status s;
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
-    if ((s = nbwd__bn_check_args(desc, p, args, NULL)) != NBWD_OK) return s;
-    if ((s = nbwdg__params_dense(&p->par, 0)) != NBWD_OK) return s;
+    par = p->par;
+    if (sums && sums->phase == 1) { /* the sums: dense f32, overwritten */
+        p->pdt = NBWD_F32;
+        p->accumulate = 0;
+        p->par.st[NBWD__PDG][0] = p->par.st[NBWD__PDB][0] = 1;
+        p->par.dense[NBWD__PDG] = p->par.dense[NBWD__PDB] = 1;
+    }
+    if (sums && sums->phase == 2) {
+        if (!sums->sum_dy || !sums->sum_dy_xhat)
+            return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL", sums->sum_dy ? "sum_dy_xhat" : "sum_dy");
+        if (sums->count < p->M)
+            return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                              "count = %lld, below this call's own %lld elements per channel (count is the sum "
+                              "over all processes of reduce's counts)",
+                              (long long)sums->count, (long long)p->M);
+    }
+    if ((s = nbwd__bn_check_args(desc, p, args, sums)) != NBWD_OK) return s;
+    if ((s = nbwdg__params_dense(&par, 0)) != NBWD_OK) return s;
     if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
         return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
     nbwdg__bn_config(p, c);
@@ -444,6 +508,74 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch
     return NBWD_OK;
 }
 
+/* After validation: the launches (CUDA), or NBWD_ERR_UNSUPPORTED (stub).
+   sums as for nbwdg__bn_prepare, p and c what it made. */
+static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                 const nbwd__bn_sums *sums, nbwd__bn_plan *p, const nbwdg__bn_cfg *c,
+                                 void *workspace, void *stream);
+
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
+                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    if ((s = nbwdg__bn_prepare(desc, args, NULL, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_batch_norm_bwd", s);
+    return nbwdg__bn_run(desc, args, NULL, &p, &c, workspace, stream);
+}
+/* As norm_bwd.h's nbwd_batch_norm_bwd_reduce (the same checks, in the same
+   order and words): the plain call with diff_gamma/diff_beta pointed at the
+   sums and nothing else written; *count (host) only when it succeeds. */
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+                                                        const nbwd_batch_norm_bwd_args *args, float *sum_dy,
+                                                        float *sum_dy_xhat, int64_t *count, void *workspace,
+                                                        size_t workspace_bytes, void *stream) {
+    static const char entry[] = "nbwd_gpu_batch_norm_bwd_reduce";
+    nbwd_batch_norm_bwd_args a;
+    nbwd__bn_sums sums;
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) /* the descriptor first, as every call */
+        return nbwdg__reject(entry, s);
+    if (!args || !sum_dy || !sum_dy_xhat || !count)
+        return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
+                                               !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count"));
+    if (args->diff_src || args->diff_gamma || args->diff_beta)
+        return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_BAD_PARAM,
+                                               "args.%s is set: reduce writes the sums alone (diff_src, diff_gamma and "
+                                               "diff_beta come from nbwd_batch_norm_bwd_apply)",
+                                               args->diff_src ? "diff_src" : args->diff_gamma ? "diff_gamma" : "diff_beta"));
+    a = *args;
+    a.gamma = NULL;
+    a.diff_gamma = sum_dy_xhat;
+    a.diff_beta = sum_dy;
+    memset(&sums, 0, sizeof sums);
+    sums.phase = 1;
+    if ((s = nbwdg__bn_prepare(desc, &a, &sums, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject(entry, s);
+    if ((s = nbwdg__bn_run(desc, &a, &sums, &p, &c, workspace, stream)) == NBWD_OK) *count = p.M;
+    return s;
+}
+NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+                                                       const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
+                                                       const float *sum_dy_xhat, int64_t count, void *workspace,
+                                                       size_t workspace_bytes, void *stream) {
+    nbwd__bn_sums sums;
+    nbwd__bn_plan p;
+    nbwdg__bn_cfg c;
+    nbwd_status s;
+    memset(&sums, 0, sizeof sums);
+    sums.phase = 2;
+    sums.sum_dy = sum_dy;
+    sums.sum_dy_xhat = sum_dy_xhat;
+    sums.count = count;
+    if ((s = nbwdg__bn_prepare(desc, args, &sums, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_batch_norm_bwd_apply", s);
+    return nbwdg__bn_run(desc, args, &sums, &p, &c, workspace, stream);
+}
+
 #if !defined(__CUDACC__)
 /* ------------------------------------------------------------------ stub */
 static void nbwdg__no_cuda(void) {
@@ -464,15 +596,10 @@ static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, i
     return NBWD_ERR_UNSUPPORTED;
 }
 
-NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
-                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
-                                                 size_t workspace_bytes, void *stream) {
-    nbwd__bn_plan p;
-    nbwdg__bn_cfg c;
-    nbwd_status s;
-    (void)stream;
-    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
-        return nbwdg__reject("nbwd_gpu_batch_norm_bwd", s);
+static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                 const nbwd__bn_sums *sums, nbwd__bn_plan *p, const nbwdg__bn_cfg *c,
+                                 void *workspace, void *stream) {
+    (void)desc; (void)args; (void)sums; (void)p; (void)c; (void)workspace; (void)stream;
     nbwdg__no_cuda();
     return NBWD_ERR_UNSUPPORTED;
 }
@@ -935,6 +1062,8 @@ struct nbwdg__bn_k {
     int TX, nxc, vec, sdt, pdt, form, accumulate;
     int global_stats; /* NBWD_USE_GLOBAL_STATS; totals NULL: no sums were taken */
     float eps;
+    int64_t count;                     /* the sums' batch size: M, or apply's count */
+    const float *given_dy, *given_dyx; /* apply: the global sums (totals NULL) */
 };
 
 __global__ void nbwdg__bn_stats_kernel(const __grid_constant__ nbwdg__bn_k p) {
@@ -1058,16 +1187,21 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_ncx_reduce(const 
     }
 }
 
-/* Channel sums complete: coefficients and diff_gamma/diff_beta (nbwd__bn_finish). */
+/* Channel sums complete (totals, or apply's given sums): coefficients and
+   diff_gamma/diff_beta (nbwd__bn_finish). coef NULL: an empty slice's
+   apply, the parameters' gradients alone. */
 __global__ void nbwdg__bn_finish_kernel(const __grid_constant__ nbwdg__bn_k p) {
     for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
-        const float sum_dyx = p.totals ? p.totals[c] : 0.0f, sum_dy = p.totals ? p.totals[p.C + c] : 0.0f;
-        const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
-        /* global statistics: dx = dy * scale (as the CPU path: xhat's scale 0) */
-        p.coef[2 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dy / (double)p.M);
-        p.coef[3 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dyx / (double)p.M);
-        if (p.global_stats) p.coef[p.C + c] = 0.0f;
-        p.coef[4 * p.C + c] = __fmul_rn(p.coef[4 * p.C + c], gamma);
+        const float sum_dyx = p.given_dyx ? p.given_dyx[c] : p.totals ? p.totals[c] : 0.0f;
+        const float sum_dy = p.given_dy ? p.given_dy[c] : p.totals ? p.totals[p.C + c] : 0.0f;
+        if (p.coef) {
+            const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
+            /* global statistics: dx = dy * scale (as the CPU path: xhat's scale 0) */
+            p.coef[2 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dy / (double)p.count);
+            p.coef[3 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dyx / (double)p.count);
+            if (p.global_stats) p.coef[p.C + c] = 0.0f;
+            p.coef[4 * p.C + c] = __fmul_rn(p.coef[4 * p.C + c], gamma);
+        }
         if (p.dg) {
             nbwdg__write_param(p.dg, c, p.pdt, sum_dyx, p.accumulate);
             nbwdg__write_param(p.db, c, p.pdt, sum_dy, p.accumulate);
@@ -1304,19 +1438,23 @@ static void nbwdg__bn_launch_apply(const nbwdg__bn_k &k, cudaStream_t st) {
     nbwdg__bn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
 }
 
-NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc,
-                                                 const nbwd_batch_norm_bwd_args *args, void *workspace,
-                                                 size_t workspace_bytes, void *stream) {
-    nbwd__bn_plan p;
-    nbwdg__bn_cfg c;
+/* The plain call (sums NULL) and the two phases: reduce (phase 1: the
+   plain call's reduction, its combine writing the f32 sums that args carries
+   as diff_gamma/diff_beta; no finish, no dx) and apply (phase 2: no
+   reduction; the finish kernel takes the given sums and count). */
+static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                 const nbwd__bn_sums *sums, nbwd__bn_plan *pp, const nbwdg__bn_cfg *cc,
+                                 void *workspace, void *stream) {
+    nbwd__bn_plan &p = *pp; /* (nbwd__outer_init takes its strides non-const) */
+    const nbwdg__bn_cfg &c = *cc;
+    const int phase = sums ? sums->phase : 0;
     nbwd_status s;
     cudaError_t e;
     cudaStream_t st = (cudaStream_t)stream;
-    if ((s = nbwdg__bn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
-        return nbwdg__reject("nbwd_gpu_batch_norm_bwd", s);
+    const unsigned cgrid = nbwdg__grid(nbwdg__cdiv(p.C, 256));
     if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
-    if (p.M == 0 && args->diff_gamma && !p.accumulate && p.C > 0) { /* empty batch: empty sums */
+    if (p.M == 0 && args->diff_gamma && !p.accumulate && p.C > 0 && phase != 2) { /* empty batch: empty sums */
         const size_t pb = (size_t)p.C * (p.pdt == NBWD_F32 ? 4 : 2);
         if ((e = cudaMemsetAsync(args->diff_gamma, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
         if ((e = cudaMemsetAsync(args->diff_beta, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
@@ -1325,7 +1463,6 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
         nbwdg__bn_k k;
         const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
         char *ws = nbwdg__ws_base(workspace);
-        const unsigned cgrid = nbwdg__grid(nbwdg__cdiv(p.C, 256));
         memset(&k, 0, sizeof k);
         nbwd__outer_init(&k.o, nbwdg__bn_rows_alg(&p) ? p.rank - 1 : 2, desc->dims, 3, p.st);
         k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
@@ -1344,12 +1481,17 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
         k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = nbwdg__bn_rows_alg(&p);
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.global_stats = p.global_stats;
+        k.count = phase == 2 ? sums->count : p.M;
         k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) && nbwdg__aligned(k.dy, &k.o, 1, esz) &&
                 nbwdg__aligned(k.dx, &k.o, 2, esz);
 
         nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
-        if (p.global_stats && !args->diff_gamma) {
+        if (phase == 2) {
+            k.totals = NULL; /* apply: the sums are given */
+            k.given_dy = sums->sum_dy;
+            k.given_dyx = sums->sum_dy_xhat;
+        } else if (p.global_stats && !args->diff_gamma) {
             k.totals = NULL; /* global statistics and dx alone: no sums */
         } else {
             nbwdg__comb_k q;
@@ -1359,8 +1501,12 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
             if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
             memset(&q, 0, sizeof q);
             q.part = k.part; q.nb = c.nb; q.width = 2 * p.C; q.n = p.C; q.totals = k.totals; q.mode = 0;
+            if (phase == 1) { /* reduce: the totals straight into the sums (f32, the same bits) */
+                q.mode = 1; q.dg = args->diff_gamma; q.db = args->diff_beta; q.pdt = p.pdt; q.accumulate = p.accumulate;
+            }
             nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
             if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
+            if (phase == 1) return NBWD_OK;
         }
         nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
@@ -1370,6 +1516,17 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd(const nbwd_batch_norm_bwd_desc 
             else nbwdg__bn_launch_apply<NBWD_BF16>(k, st);
             if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
         }
+    } else if (phase == 2 && p.C > 0 && args->diff_gamma) {
+        /* apply on an empty slice: diff_gamma/diff_beta from the given sums
+           alone (no workspace: coef NULL) */
+        nbwdg__bn_k k;
+        memset(&k, 0, sizeof k);
+        k.C = p.C; k.pdt = p.pdt; k.accumulate = p.accumulate;
+        k.dg = args->diff_gamma; k.db = args->diff_beta;
+        k.given_dy = sums->sum_dy;
+        k.given_dyx = sums->sum_dy_xhat;
+        nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
     }
     return NBWD_OK;
 }

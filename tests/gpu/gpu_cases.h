@@ -194,6 +194,82 @@ static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd
     }
 }
 
+/* The two phases of a batch split over processes on the BatchNorm base
+   problem (M = 6 elements per channel): reduce's args without outputs,
+   apply's with every output. The sums: sum_dy at 15360, sum_dy_xhat at
+   15616 in each arena (on a GPU, device memory: the GPU calls take device
+   sums); count on the host (6; NCX: 8). Flags as nbwdt_bn_case's, plus
+   NBWDT_TP_APPLY (apply; else reduce) and NBWDT_TP_NO_COUNT (reduce's
+   count NULL). */
+#define NBWDT_SUM_DY 15360
+#define NBWDT_SUM_DYX 15616
+#define NBWDT_TP_APPLY 16
+#define NBWDT_TP_NO_COUNT 32
+static int nbwdt_bn2_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, char *b, float **sdy,
+                          float **sdyx, int64_t *count, const char **name) {
+    static const int64_t two[1] = {2};
+    const int R = 0, A = NBWDT_TP_APPLY;
+    *sdy = (float *)(b + NBWDT_SUM_DY);
+    *sdyx = (float *)(b + NBWDT_SUM_DYX);
+    *count = 6;
+    if (i < 20 || i == 40 || i == 41) a->diff_src = a->diff_gamma = a->diff_beta = NULL; /* reduce */
+    switch (i) {
+    case 0: *name = "reduce (valid)"; return 1 | R;
+    case 1: *name = "reduce, desc NULL"; return 3 | R;
+    case 2: *name = "reduce, args NULL"; return 5 | R;
+    case 3: *name = "reduce, sum_dy NULL"; *sdy = NULL; return 1 | R;
+    case 4: *name = "reduce, sum_dy_xhat NULL"; *sdyx = NULL; return 1 | R;
+    case 5: *name = "reduce, count NULL"; return 1 | R | NBWDT_TP_NO_COUNT;
+    case 6: *name = "reduce with args.diff_src"; a->diff_src = b + 8192; return 1 | R;
+    case 7: *name = "reduce with args.diff_gamma/diff_beta"; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
+        return 1 | R;
+    case 8: *name = "reduce, diff_dst NULL"; a->diff_dst = NULL; return 1 | R;
+    case 9: *name = "reduce, sum_dy_xhat overlapping sum_dy"; *sdyx = *sdy + 2; return 1 | R;
+    case 10: *name = "reduce, sum_dy overlapping mean"; *sdy = (float *)(b + 12288 + 4); return 1 | R;
+    case 11: *name = "reduce, sum_dy_xhat over src"; *sdyx = (float *)(b + 16); return 1 | R;
+    case 12: *name = "reduce, zeroed desc stamp"; d->init_stamp = 0; return 1 | R;
+    case 13: *name = "reduce, epsilon 0"; d->epsilon = 0.0f; return 1 | R;
+    case 14: *name = "reduce NCX, bf16 (valid)"; d->layout = NBWD_NCX; d->data_dtype = NBWD_BF16; return 1 | R;
+    case 15: *name = "reduce, empty slice (valid)"; d->dims[0] = 0; return 1 | R;
+    case 16: *name = "reduce, global statistics, gamma given (valid: ignored)"; d->flags = NBWD_USE_GLOBAL_STATS;
+        return 1 | R;
+    case 17: *name = "reduce, accumulate and bf16 params (valid: the sums are f32, overwritten)";
+        d->flags = NBWD_ACCUMULATE_PARAM_GRADS; d->data_dtype = d->param_dtype = NBWD_BF16; return 1 | R;
+    case 18: *name = "reduce, strided gamma (GPU: unsupported, as for apply)"; d->gamma_strides = two;
+        return 1 | R | NBWDT_GPU_UNSUPPORTED;
+    case 19: *name = "reduce, strided diff_gamma (GPU: unsupported, as for apply)"; d->diff_gamma_strides = two;
+        return 1 | R | NBWDT_GPU_UNSUPPORTED;
+    case 40: *name = "reduce, zeroed desc stamp and sum_dy NULL (the descriptor first)"; d->init_stamp = 0; *sdy = NULL;
+        return 1 | R;
+    case 41: *name = "reduce, rank 1 and args NULL (the descriptor first)"; d->rank = 1; return 5 | R;
+    case 42: *name = "apply, rank 1 and sum_dy NULL (the descriptor first)"; d->rank = 1; *sdy = NULL; return 1 | A;
+    case 20: *name = "apply (valid)"; return 1 | A;
+    case 21: *name = "apply, desc NULL"; return 3 | A;
+    case 22: *name = "apply, args NULL"; return 5 | A;
+    case 23: *name = "apply, a count of more processes (valid)"; *count = 1000; return 1 | A;
+    case 24: *name = "apply, count below the slice's own"; *count = 5; return 1 | A;
+    case 25: *name = "apply, negative count"; *count = -1; return 1 | A;
+    case 26: *name = "apply, sum_dy NULL"; *sdy = NULL; return 1 | A;
+    case 27: *name = "apply, sum_dy_xhat NULL"; *sdyx = NULL; return 1 | A;
+    case 28: *name = "apply, sum_dy overlapping diff_gamma"; *sdy = (float *)(b + 14336 + 4); return 1 | A;
+    case 29: *name = "apply, sum_dy_xhat overlapping diff_src"; *sdyx = (float *)(b + 8192 + 12); return 1 | A;
+    case 30: *name = "apply, sum_dy the same memory as mean (valid: inputs)"; *sdy = (float *)(b + 12288);
+        return 1 | A;
+    case 31: *name = "apply, diff_gamma without diff_beta"; a->diff_beta = NULL; return 1 | A;
+    case 32: *name = "apply, dx alone (valid)"; a->diff_gamma = a->diff_beta = NULL; return 1 | A;
+    case 33: *name = "apply, parameter gradients alone (valid)"; a->diff_src = NULL; return 1 | A;
+    case 34: *name = "apply, empty slice (valid)"; d->dims[0] = 0; return 1 | A;
+    case 35: *name = "apply, empty slice, count 0 (valid)"; d->dims[0] = 0; *count = 0; return 1 | A;
+    case 36: *name = "apply NCX (M = 8), global statistics, accumulate (valid)"; d->layout = NBWD_NCX; *count = 8;
+        d->flags = NBWD_USE_GLOBAL_STATS | NBWD_ACCUMULATE_PARAM_GRADS; return 1 | A;
+    case 37: *name = "apply, in place diff_src == diff_dst (valid)"; a->diff_src = b + 4096; return 1 | A;
+    case 38: *name = "apply, zeroed desc stamp"; d->init_stamp = 0; return 1 | A;
+    case 39: *name = "apply, strided gamma (GPU: unsupported)"; d->gamma_strides = two;
+        return 1 | A | NBWDT_GPU_UNSUPPORTED;
+    default: return 0;
+    }
+}
+
 #ifndef NBWDT_SYNC
 #define NBWDT_SYNC() ((void)0)
 #endif
@@ -317,6 +393,49 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_batch_norm_bwd", "nbwd_gpu_batch_norm_bwd", name);
         nbwdt_expect(sc, sg, f, ok_status, "BatchNorm", "nbwd_gpu_batch_norm_bwd", name);
     }
+    /* the two phases: the CPU's two calls against the GPU's (the GPU's
+       sums in gpu_arena); a refused reduce leaves the count alone, one
+       that succeeds writes 6 (not where the stub or no device refuses) */
+    for (i = 0;; ++i) {
+        nbwd_batch_norm_bwd_desc d1, d2;
+        nbwd_batch_norm_bwd_args a1, a2;
+        float *s1dy, *s1dyx, *s2dy, *s2dyx;
+        int64_t n1, n2, c1 = -7, c2 = -7;
+        nbwd_status sc, sg;
+        size_t need = 0;
+        int apply;
+        const char *entry, *gentry;
+        nbwdt_bn_base(&d1, &a1, cpu_arena);
+        nbwdt_bn_base(&d2, &a2, gpu_arena);
+        if (!(f = nbwdt_bn2_case(i, &d1, &a1, cpu_arena, &s1dy, &s1dyx, &n1, &name))) break;
+        nbwdt_bn2_case(i, &d2, &a2, gpu_arena, &s2dy, &s2dyx, &n2, &name);
+        apply = (f & NBWDT_TP_APPLY) != 0;
+        entry = apply ? "nbwd_batch_norm_bwd_apply" : "nbwd_batch_norm_bwd_reduce";
+        gentry = apply ? "nbwd_gpu_batch_norm_bwd_apply" : "nbwd_gpu_batch_norm_bwd_reduce";
+        if (nbwd_gpu_batch_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        if (apply) {
+            sc = nbwd_batch_norm_bwd_apply((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, s1dy, s1dyx, n1, cpu_ws, 1 << 20);
+            snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
+            sg = nbwd_gpu_batch_norm_bwd_apply((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, s2dy, s2dyx, n2,
+                                               gpu_arena + NBWDT_GPU_WS_OFF, need, NULL);
+        } else {
+            sc = nbwd_batch_norm_bwd_reduce((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, s1dy, s1dyx,
+                                            (f & NBWDT_TP_NO_COUNT) ? NULL : &c1, cpu_ws, 1 << 20);
+            snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
+            sg = nbwd_gpu_batch_norm_bwd_reduce((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, s2dy, s2dyx,
+                                                (f & NBWDT_TP_NO_COUNT) ? NULL : &c2, gpu_arena + NBWDT_GPU_WS_OFF,
+                                                need, NULL);
+        }
+        if (sg == NBWD_OK) NBWDT_SYNC();
+        if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, entry, gentry, name);
+        nbwdt_expect(sc, sg, f, ok_status, "BatchNorm two-phase", gentry, name);
+        if (!apply && !(f & NBWDT_TP_NO_COUNT)) {
+            char what[300];
+            snprintf(what, sizeof what, "BatchNorm two-phase: %s: count %lld (CPU %lld)", name, (long long)c2,
+                     (long long)c1);
+            nbwdt_check(sg == NBWD_OK ? c2 == c1 : c2 == -7, what);
+        }
+    }
     { /* GPU workspace rules */
         nbwd_layer_norm_bwd_desc d;
         nbwd_layer_norm_bwd_args a;
@@ -380,6 +499,37 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
                         NBWD_ERR_INSUFFICIENT_WORKSPACE,
                     "BatchNorm: workspace one byte short");
+        {
+            float *sdy = (float *)(gpu_arena + NBWDT_SUM_DY), *sdyx = (float *)(gpu_arena + NBWDT_SUM_DYX);
+            nbwd_batch_norm_bwd_args ra = ba;
+            int64_t count = -7;
+            nbwd_status s;
+            ra.diff_src = ra.diff_gamma = ra.diff_beta = NULL;
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_reduce(&bd, &ra, sdy, sdyx, &count, NULL, 0, NULL) ==
+                                NBWD_ERR_INSUFFICIENT_WORKSPACE &&
+                            count == -7,
+                        "BatchNorm reduce: NULL workspace (the plain call's size), count untouched");
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_reduce(&bd, &ra, sdy, sdyx, &count, gpu_arena + NBWDT_GPU_WS_OFF,
+                                                       need - 1, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "BatchNorm reduce: workspace one byte short");
+            nbwdt_check(strncmp(nbwd_gpu_last_error(), "nbwd_gpu_batch_norm_bwd_reduce: NBWD_ERR_INSUFFICIENT_WORKSPACE", 63) == 0,
+                        "BatchNorm reduce: the message names the entry and the status");
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_apply(&bd, &ba, sdy, sdyx, 6, NULL, 0, NULL) ==
+                            NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "BatchNorm apply: NULL workspace");
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_apply(&bd, &ba, sdy, sdyx, 6, gpu_arena + NBWDT_GPU_WS_OFF, need - 1,
+                                                      NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "BatchNorm apply: workspace one byte short");
+            bd.dims[0] = 0; /* an empty slice: no workspace */
+            s = nbwd_gpu_batch_norm_bwd_apply(&bd, &ba, sdy, sdyx, 6, NULL, 0, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status, "BatchNorm apply: an empty slice needs no workspace");
+            s = nbwd_gpu_batch_norm_bwd_reduce(&bd, &ra, sdy, sdyx, &count, NULL, 0, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status && count == (s == NBWD_OK ? 0 : -7),
+                        "BatchNorm reduce: an empty slice needs no workspace, count 0");
+            bd.dims[0] = 2;
+        }
         bd.epsilon = -1.0f;
         nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM,
                     "BatchNorm: bad epsilon is reported before the workspace");

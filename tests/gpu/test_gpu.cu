@@ -3,7 +3,8 @@
    the residual gradient, own or in place) against a float64 reference
    computed on the host and against the CPU path (norm_bwd.h, scalar, in
    this file), determinism across runs and grid sizes, vector vs scalar
-   loads (misaligned tensors), NaN isolation in the DST_RSTD form.
+   loads (misaligned tensors), NaN isolation in the DST_RSTD form, and
+   BatchNorm's two phases (reduce / apply) on slices of the batch.
    Without a GPU it runs the host-side checks (statuses, the no-device path),
    says that it found no GPU and exits 0. Last line: "N passed, N failed". */
 #define NORM_BWD_IMPLEMENTATION
@@ -484,14 +485,164 @@ struct BnCase {
     int rank; int64_t dims[5]; int layout;
     int dt, sdt, pdt, form, has_gamma, want_dx, want_pg, accumulate, pad, inplace, misalign;
     int global; /* NBWD_USE_GLOBAL_STATS */
+    int split;  /* > 0: the two-phase calls on that many slices of the batch (bn_split_gpu) */
 };
+
+/* Slice k of `slices` (batch entries [n0, n1): an empty one where N <
+   slices) of the whole batch's desc and args: the same strides (st, the
+   whole batch's, dense or padded; dim 0's outermost), dims[0] its own, the
+   data tensors from entry n0 on. */
+static int64_t bn_slice(const nbwd_batch_norm_bwd_desc &desc, const nbwd_batch_norm_bwd_args &a, const int64_t *st,
+                        int k, int slices, nbwd_batch_norm_bwd_desc &sd, nbwd_batch_norm_bwd_args &sa) {
+    const int64_t N = desc.dims[0], n0 = N * k / slices, n1 = N * (k + 1) / slices;
+    const int64_t off = n0 * st[0] * (int64_t)esz(desc.data_dtype);
+    auto at = [&](const void *p) { return p ? (void *)((char *)p + off) : nullptr; };
+    sd = desc;
+    sd.dims[0] = n1 - n0;
+    sa = a;
+    sa.src = at(a.src); sa.xhat = at(a.xhat); sa.diff_dst = at(a.diff_dst); sa.diff_src = at(a.diff_src);
+    return n1 - n0;
+}
+
+/* The batch in c.split slices, as processes would hold it: reduce on each
+   slice (device sums and a host count), the f32 sums added on the host in
+   slice order (what an all-reduce does) and uploaded, the counts added, then
+   apply on each slice with the totals. Each slice but the last writes
+   diff_gamma/diff_beta into a device copy of its own (as each process has
+   one, with the same initial contents): they must have the last one's bits
+   (args' own, compared with the references by the caller). S: elements per
+   channel and batch entry (reduce's count is its slice's N * S). */
+static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc &desc,
+                                const nbwd_batch_norm_bwd_args &a, const int64_t *st, int64_t C, int64_t S,
+                                const char *what) {
+    const size_t cb = (size_t)(C > 0 ? C : 1) * 4, pb = (size_t)(C > 0 ? C : 1) * esz(c.pdt);
+    std::vector<float *> sdy((size_t)c.split), sdyx((size_t)c.split);
+    std::vector<float> tdy((size_t)(C > 0 ? C : 1), 0.0f), tdyx(tdy), part(tdy);
+    float *gdy = nullptr, *gdyx = nullptr;
+    void *ws = nullptr, *idg = nullptr, *odg = nullptr; /* [2][C]: diff_gamma, diff_beta */
+    size_t wsb = 0;
+    int64_t count = 0;
+    nbwd_status s = NBWD_OK;
+    int counts_ok = 1;
+    for (int k = 0; k < c.split; ++k) { /* one workspace, the largest slice's */
+        nbwd_batch_norm_bwd_desc sd;
+        nbwd_batch_norm_bwd_args sa;
+        size_t need = 0;
+        bn_slice(desc, a, st, k, c.split, sd, sa);
+        nbwd_gpu_batch_norm_bwd_workspace_size(&sd, &need);
+        if (need > wsb) wsb = need;
+        CK(cudaMalloc(&sdy[(size_t)k], cb));
+        CK(cudaMalloc(&sdyx[(size_t)k], cb));
+    }
+    if (wsb) CK(cudaMalloc(&ws, wsb));
+    CK(cudaMalloc(&gdy, cb)); CK(cudaMalloc(&gdyx, cb));
+    for (int k = 0; k < c.split && s == NBWD_OK; ++k) {
+        nbwd_batch_norm_bwd_desc sd;
+        nbwd_batch_norm_bwd_args sa;
+        int64_t kc = -1;
+        const int64_t nk = bn_slice(desc, a, st, k, c.split, sd, sa);
+        sa.diff_src = sa.diff_gamma = sa.diff_beta = nullptr;
+        s = nbwd_gpu_batch_norm_bwd_reduce(&sd, &sa, sdy[(size_t)k], sdyx[(size_t)k], &kc, ws, wsb, nullptr);
+        counts_ok &= s != NBWD_OK || kc == nk * S;
+        count += kc;
+    }
+    CK(cudaDeviceSynchronize());
+    for (int k = 0; k < c.split && s == NBWD_OK && C > 0; ++k) {
+        CK(cudaMemcpy(part.data(), sdy[(size_t)k], cb, cudaMemcpyDeviceToHost));
+        for (int64_t i = 0; i < C; ++i) tdy[(size_t)i] += part[(size_t)i];
+        CK(cudaMemcpy(part.data(), sdyx[(size_t)k], cb, cudaMemcpyDeviceToHost));
+        for (int64_t i = 0; i < C; ++i) tdyx[(size_t)i] += part[(size_t)i];
+    }
+    CK(cudaMemcpy(gdy, tdy.data(), cb, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(gdyx, tdyx.data(), cb, cudaMemcpyHostToDevice));
+    if (a.diff_gamma && c.split > 1) { /* the initial contents, as args' are now */
+        CK(cudaMalloc(&idg, 2 * pb));
+        CK(cudaMalloc(&odg, 2 * pb));
+        CK(cudaMemcpy(idg, a.diff_gamma, pb, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy((char *)idg + pb, a.diff_beta, pb, cudaMemcpyDeviceToDevice));
+    }
+    std::vector<std::vector<unsigned char>> early;
+    for (int k = 0; k < c.split && s == NBWD_OK; ++k) {
+        nbwd_batch_norm_bwd_desc sd;
+        nbwd_batch_norm_bwd_args sa;
+        const int own = odg && k < c.split - 1;
+        bn_slice(desc, a, st, k, c.split, sd, sa);
+        if (own) {
+            CK(cudaMemcpy(odg, idg, 2 * pb, cudaMemcpyDeviceToDevice));
+            sa.diff_gamma = odg;
+            sa.diff_beta = (char *)odg + pb;
+        }
+        s = nbwd_gpu_batch_norm_bwd_apply(&sd, &sa, gdy, gdyx, count, ws, wsb, nullptr);
+        if (own && s == NBWD_OK) {
+            early.emplace_back(2 * pb);
+            CK(cudaMemcpy(early.back().data(), odg, 2 * pb, cudaMemcpyDeviceToHost));
+        }
+    }
+    CK(cudaDeviceSynchronize());
+    char w[700];
+    snprintf(w, sizeof w, "%s: the slices' counts (%lld in all)", what, (long long)count);
+    nbwdt_check(s != NBWD_OK || (counts_ok && count == S * desc.dims[0]), w);
+    if (odg && s == NBWD_OK) {
+        std::vector<unsigned char> last(2 * pb);
+        int same = 1;
+        CK(cudaMemcpy(last.data(), a.diff_gamma, pb, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(last.data() + pb, a.diff_beta, pb, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < early.size(); ++k) same &= early[k] == last;
+        snprintf(w, sizeof w, "%s: the earlier slices' diff_gamma/diff_beta have the last slice's bits", what);
+        nbwdt_check(same, w);
+    }
+    for (int k = 0; k < c.split; ++k) { cudaFree(sdy[(size_t)k]); cudaFree(sdyx[(size_t)k]); }
+    cudaFree(gdy); cudaFree(gdyx);
+    if (ws) cudaFree(ws);
+    if (odg) { cudaFree(odg); cudaFree(idg); }
+    return s;
+}
+
+/* The CPU path's two phases on the same slices of the host copies, the
+   same f32 additions in the same order (each earlier slice's
+   diff_gamma/diff_beta into a copy of its own). */
+static nbwd_status bn_split_cpu(const BnCase &c, const nbwd_batch_norm_bwd_desc &desc,
+                                const nbwd_batch_norm_bwd_args &a, const int64_t *st, int64_t C) {
+    const size_t Cn = (size_t)(C > 0 ? C : 1), pb = Cn * esz(c.pdt);
+    std::vector<float> tdy(Cn, 0.0f), tdyx(Cn, 0.0f), pdy(Cn), pdyx(Cn);
+    std::vector<unsigned char> init, own;
+    int64_t count = 0;
+    nbwd_status s = NBWD_OK;
+    for (int k = 0; k < c.split && s == NBWD_OK; ++k) {
+        nbwd_batch_norm_bwd_desc sd;
+        nbwd_batch_norm_bwd_args sa;
+        int64_t kc = 0;
+        bn_slice(desc, a, st, k, c.split, sd, sa);
+        sa.diff_src = sa.diff_gamma = sa.diff_beta = nullptr;
+        s = nbwd_batch_norm_bwd_reduce(&sd, &sa, pdy.data(), pdyx.data(), &kc, nullptr, 0);
+        for (int64_t i = 0; i < C; ++i) { tdy[(size_t)i] += pdy[(size_t)i]; tdyx[(size_t)i] += pdyx[(size_t)i]; }
+        count += kc;
+    }
+    if (a.diff_gamma) {
+        init.resize(2 * pb);
+        memcpy(init.data(), a.diff_gamma, pb);
+        memcpy(init.data() + pb, a.diff_beta, pb);
+    }
+    for (int k = 0; k < c.split && s == NBWD_OK; ++k) {
+        nbwd_batch_norm_bwd_desc sd;
+        nbwd_batch_norm_bwd_args sa;
+        bn_slice(desc, a, st, k, c.split, sd, sa);
+        if (a.diff_gamma && k < c.split - 1) {
+            own = init;
+            sa.diff_gamma = own.data();
+            sa.diff_beta = own.data() + pb;
+        }
+        s = nbwd_batch_norm_bwd_apply(&sd, &sa, tdy.data(), tdyx.data(), count, nullptr, 0);
+    }
+    return s;
+}
 
 static void bn_run(const BnCase &c) {
     char what[512];
-    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d global %d",
+    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d global %d split %d",
              c.layout == NBWD_NCX ? "NCX" : "NXC", c.rank, (long long)c.dims[0], (long long)c.dims[1],
              (long long)c.dims[2], (long long)c.dims[3], c.dt, c.sdt, c.pdt, c.form, c.has_gamma, c.want_dx, c.want_pg,
-             c.accumulate, c.pad, c.inplace, c.misalign, c.global);
+             c.accumulate, c.pad, c.inplace, c.misalign, c.global, c.split);
     const int nxc = c.layout == NBWD_NXC || c.rank == 2;
     const int64_t C = nxc ? c.dims[c.rank - 1] : c.dims[1];
     int64_t st[NBWD_MAX_RANK], s = 1, total = 1;
@@ -562,7 +713,12 @@ static void bn_run(const BnCase &c) {
     nbwd_gpu_batch_norm_bwd_workspace_size(&desc, &need);
     void *ws = nullptr;
     if (need) CK(cudaMalloc(&ws, need));
-    nbwd_status st_ = nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr);
+    /* c.split: the two-phase calls on slices (S: elements per channel and batch entry) */
+    const int64_t S = c.dims[0] > 0 ? M / c.dims[0] : 0;
+    auto gpu_call = [&]() {
+        return c.split ? bn_split_gpu(c, desc, a, st, C, S, what) : nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr);
+    };
+    nbwd_status st_ = gpu_call();
     CK(cudaDeviceSynchronize());
     if (st_ != NBWD_OK) {
         char w2[1024];
@@ -588,7 +744,8 @@ static void bn_run(const BnCase &c) {
     if (a.gamma) ca.gamma = gamma.hp();
     if (a.diff_src) ca.diff_src = c.inplace ? cdy.data() + mb : cdx.data() + mb;
     if (a.diff_gamma) { ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data(); }
-    nbwdt_check(nbwd_batch_norm_bwd(&desc, &ca, nullptr, 0) == NBWD_OK, what);
+    nbwdt_check((c.split ? bn_split_cpu(c, desc, ca, st, C) : nbwd_batch_norm_bwd(&desc, &ca, nullptr, 0)) == NBWD_OK,
+                what);
     const std::vector<unsigned char> &c_dx = c.inplace ? cdy : cdx;
 
     Err erd, ecd, erg, ecg, erb, ecb;
@@ -626,13 +783,63 @@ static void bn_run(const BnCase &c) {
         nbwd_gpu__max_grid = grids[gi];
         if (c.inplace) { memcpy(dy.h.data(), dx0.data(), dx0.size()); dy.up(); } else { dx.h = dx0; dx.up(); }
         dg.h = dg0; db.h = db0; dg.up(); db.up();
-        st_ = nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr);
+        st_ = gpu_call();
         CK(cudaDeviceSynchronize());
         out.down(); dg.down(); db.down();
         snprintf(w2, sizeof w2, "%s: bitwise identical rerun, grid cap %d", what, grids[gi]);
         nbwdt_check(st_ == NBWD_OK && out.h == g_dx && dg.h == g_dg && db.h == g_db, w2);
     }
     nbwd_gpu__max_grid = 0;
+    if (ws) cudaFree(ws);
+}
+
+/* One slice holding the whole batch: reduce's sums are the plain call's
+   f32 diff_beta/diff_gamma bit for bit, and apply with them (count its
+   own) gives the plain call's diff_src, diff_gamma and diff_beta bit for
+   bit (the same kernels adding in the same order). */
+static void bn_one_slice_bits(int layout, int dt, int global, int rank, const int64_t *dims) {
+    nbwd_batch_norm_bwd_desc desc;
+    nbwd_batch_norm_bwd_desc_init(&desc, rank, dims, (nbwd_layout)layout, 1e-5f);
+    desc.data_dtype = (nbwd_dtype)dt;
+    desc.flags = global ? NBWD_USE_GLOBAL_STATS : 0u;
+    const int nxc = layout == NBWD_NXC || rank == 2;
+    const int64_t C = nxc ? dims[rank - 1] : dims[1];
+    int64_t total = 1;
+    for (int d = 0; d < rank; ++d) total *= dims[d];
+    Buf x, dy, dx, mean, var, gamma, dg, db, sdy, sdyx;
+    x.alloc(dt, total, 0); dy.alloc(dt, total, 0); dx.alloc(dt, total, 0);
+    mean.alloc(NBWD_F32, C, 0); var.alloc(NBWD_F32, C, 0); gamma.alloc(NBWD_F32, C, 0);
+    dg.alloc(NBWD_F32, C, 0); db.alloc(NBWD_F32, C, 0); sdy.alloc(NBWD_F32, C, 0); sdyx.alloc(NBWD_F32, C, 0);
+    x.fill(-2, 2); dy.fill(-1, 1); mean.fill(-0.5, 0.5); var.fill(0.3, 2); gamma.fill(0.5, 1.5);
+    x.up(); dy.up(); mean.up(); var.up(); gamma.up();
+    dx.up(); dg.up(); db.up(); sdy.up(); sdyx.up(); /* zeros, the padding too: whole buffers are compared */
+    nbwd_batch_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    a.src = x.dp(); a.diff_dst = dy.dp(); a.mean = mean.dp(); a.variance = var.dp(); a.gamma = gamma.dp();
+    a.diff_src = dx.dp(); a.diff_gamma = dg.dp(); a.diff_beta = db.dp();
+    size_t need = 0;
+    nbwd_gpu_batch_norm_bwd_workspace_size(&desc, &need);
+    void *ws = nullptr;
+    if (need) CK(cudaMalloc(&ws, need));
+    int ok = nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr) == NBWD_OK;
+    CK(cudaDeviceSynchronize());
+    dx.down(); dg.down(); db.down();
+    const std::vector<unsigned char> pdx = dx.h, pdg = dg.h, pdb = db.h;
+    CK(cudaMemset(dx.d, 0, dx.h.size())); CK(cudaMemset(dg.d, 0, dg.h.size())); CK(cudaMemset(db.d, 0, db.h.size()));
+    nbwd_batch_norm_bwd_args r = a;
+    r.diff_src = r.diff_gamma = r.diff_beta = nullptr;
+    int64_t count = -1;
+    ok &= nbwd_gpu_batch_norm_bwd_reduce(&desc, &r, (float *)sdy.dp(), (float *)sdyx.dp(), &count, ws, need, nullptr) ==
+          NBWD_OK;
+    ok &= count == total / C;
+    ok &= nbwd_gpu_batch_norm_bwd_apply(&desc, &a, (const float *)sdy.dp(), (const float *)sdyx.dp(), count, ws, need,
+                                        nullptr) == NBWD_OK;
+    CK(cudaDeviceSynchronize());
+    dx.down(); dg.down(); db.down(); sdy.down(); sdyx.down();
+    char w[300];
+    snprintf(w, sizeof w, "BN %s rank %d [%lld x ... x %lld] dt %d global %d: one slice's reduce + apply have the plain call's bits",
+             nxc ? "NXC" : "NCX", rank, (long long)dims[0], (long long)dims[rank - 1], dt, global);
+    nbwdt_check(ok && sdy.h == pdb && sdyx.h == pdg && dx.h == pdx && dg.h == pdg && db.h == pdb, w);
     if (ws) cudaFree(ws);
 }
 
@@ -846,6 +1053,58 @@ batch_norm:
             }
             bn_run(c);
         }
+    /* The two phases (reduce / apply) on 2 or 3 slices of the batch, against
+       the whole batch's float64 reference and the CPU path's two phases:
+       both layouts, f32 and bf16 (data, or every tensor), each form, small
+       and multi-block shapes, N < slices (an empty slice), [N, C]; then
+       the options: padded strides, frozen statistics with and without the
+       parameter gradients, accumulate, in place, misaligned, dx alone, the
+       parameter gradients alone, no gamma. */
+    static const int64_t sshapes[][5] = {{4, 4, 16, 3, 3}, {4, 2, 3, 5, 7}, {2, 100, 3, 0, 0}, {4, 9, 5, 31, 33}};
+    for (int si = 0; si < 4; ++si)
+        for (int layout = 0; layout < 2; ++layout)
+            for (int di = 0; di < 3; ++di) {
+                if (getenv("NBWDT_GPU_QUICK") && di == 2) continue;
+                BnCase c;
+                memset(&c, 0, sizeof c);
+                c.rank = (int)sshapes[si][0];
+                for (int d = 0; d < c.rank; ++d) c.dims[d] = sshapes[si][1 + d];
+                c.layout = layout;
+                c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                c.form = getenv("NBWDT_GPU_QUICK") ? 0 : (si + di + layout) % 3;
+                c.has_gamma = 1; c.want_dx = c.want_pg = 1;
+                c.split = si == 1 ? 3 : 2 + (si + di + layout) % 2; /* [2, ...]: one slice empty */
+                bn_run(c);
+            }
+    for (int layout = 0; layout < 2; ++layout)
+        for (int opt = 0; opt < 9; ++opt) {
+            if (getenv("NBWDT_GPU_QUICK") && opt != 1) continue;
+            BnCase c;
+            memset(&c, 0, sizeof c);
+            c.rank = 4; c.dims[0] = 3; c.dims[1] = 24; c.dims[2] = 9; c.dims[3] = 16; c.layout = layout;
+            c.dt = NBWD_BF16; c.sdt = NBWD_F32; c.pdt = NBWD_F32; c.has_gamma = 1; c.want_dx = c.want_pg = 1;
+            c.split = 2 + opt % 2;
+            switch (opt) {
+            case 0: c.pad = 4; break;
+            case 1: c.global = 1; break;
+            case 2: c.global = 1; c.want_pg = 0; break;
+            case 3: c.accumulate = 1; break;
+            case 4: c.inplace = 1; break;
+            case 5: c.misalign = 1; break;
+            case 6: c.want_pg = 0; break;
+            case 7: c.want_dx = 0; c.accumulate = 1; break;
+            default: c.has_gamma = 0; c.dims[0] = 2; c.split = 3; break; /* 3 slices of 2: one empty */
+            }
+            bn_run(c);
+        }
+    {
+        static const int64_t d4[4] = {4, 16, 3, 3}, d2[2] = {100, 3};
+        for (int layout = 0; layout < 2; ++layout) {
+            bn_one_slice_bits(layout, NBWD_F32, 0, 4, d4);
+            bn_one_slice_bits(layout, NBWD_BF16, layout, 4, d4);
+        }
+        bn_one_slice_bits(NBWD_NXC, NBWD_F32, 0, 2, d2);
+    }
 }
 
 int main(void) {

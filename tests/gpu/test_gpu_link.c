@@ -27,6 +27,15 @@ int main(void) {
     check(nbwd_gpu_layer_norm_bwd(&d, NULL, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER, "GPU validation");
     d.rank = 0;
     check(nbwd_gpu_layer_norm_bwd(&d, NULL, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM, "GPU validation order");
+    { /* BatchNorm's two phases link from C */
+        float sums[2][4];
+        int64_t n = -1;
+        check(nbwd_gpu_batch_norm_bwd_reduce(NULL, NULL, sums[0], sums[1], &n, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER &&
+                  n == -1,
+              "GPU two-phase reduce");
+        check(nbwd_gpu_batch_norm_bwd_apply(NULL, NULL, sums[0], sums[1], 8, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER,
+              "GPU two-phase apply");
+    }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
