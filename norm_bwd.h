@@ -2870,6 +2870,69 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     }
 }
 
+/* What every BatchNorm call checks, on the CPU and the GPU: the descriptor,
+   args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
+   (reduce's takes its sums as dense f32 parameter outputs, overwritten);
+   desc_par (optional): the descriptor's own parameter strides. */
+static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                     const nbwd__bn_sums *sums, nbwd__bn_plan *p, nbwd__params *desc_par) {
+    nbwd_status s;
+    if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
+    if (desc_par) *desc_par = p->par;
+    if (sums && sums->phase == 1) {
+        p->pdt = NBWD_F32;
+        p->accumulate = 0;
+        p->par.st[NBWD__PDG][0] = p->par.st[NBWD__PDB][0] = 1;
+        p->par.dense[NBWD__PDG] = p->par.dense[NBWD__PDB] = 1;
+    }
+    if (sums && sums->phase == 2) {
+        if (!sums->sum_dy || !sums->sum_dy_xhat)
+            return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL", sums->sum_dy ? "sum_dy_xhat" : "sum_dy");
+        if (sums->count < p->M)
+            return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                              "count = %lld, below this call's own %lld elements per channel (count is the sum "
+                              "over all processes of reduce's counts)",
+                              (long long)sums->count, (long long)p->M);
+    }
+    return nbwd__bn_check_args(desc, p, args, sums);
+}
+
+/* reduce's own checks, before the shared ones: the descriptor first (as
+   every call), its pointers, no outputs of the plain call. On success a is
+   the plain call's args with diff_gamma/diff_beta at the sums, and sums
+   says so. */
+static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                        float *sum_dy, float *sum_dy_xhat, const int64_t *count, nbwd__bn_plan *p,
+                                        nbwd_batch_norm_bwd_args *a, nbwd__bn_sums *sums) {
+    nbwd_status s;
+    if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
+    if (!args || !sum_dy || !sum_dy_xhat || !count)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
+                          !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count");
+    if (args->diff_src || args->diff_gamma || args->diff_beta)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.%s is set: reduce writes the sums alone (diff_src, diff_gamma and diff_beta come "
+                          "from the apply call)",
+                          args->diff_src ? "diff_src" : args->diff_gamma ? "diff_gamma" : "diff_beta");
+    *a = *args;
+    a->gamma = NULL;
+    a->diff_gamma = sum_dy_xhat;
+    a->diff_beta = sum_dy;
+    memset(sums, 0, sizeof *sums);
+    sums->phase = 1;
+    return NBWD_OK;
+}
+static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_dy_xhat, int64_t count) {
+    nbwd__bn_sums sums;
+    memset(&sums, 0, sizeof sums);
+    sums.phase = 2;
+    sums.sum_dy = sum_dy;
+    sums.sum_dy_xhat = sum_dy_xhat;
+    sums.count = count;
+    return sums;
+}
+
 /* sums: NULL, or the two-phase calls' (reduce: args carries its sums as
    diff_gamma/diff_beta, see nbwd_batch_norm_bwd_reduce) */
 static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
@@ -2881,24 +2944,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     char *ws;
     int64_t c, i, C;
     int threads;
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return s;
-    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
-    if (sums && sums->phase == 1) { /* the sums: dense f32, overwritten */
-        p.pdt = NBWD_F32;
-        p.accumulate = 0;
-        p.par.st[NBWD__PDG][0] = p.par.st[NBWD__PDB][0] = 1;
-        p.par.dense[NBWD__PDG] = p.par.dense[NBWD__PDB] = 1;
-    }
-    if (sums && sums->phase == 2) {
-        if (!sums->sum_dy || !sums->sum_dy_xhat)
-            return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL", sums->sum_dy ? "sum_dy_xhat" : "sum_dy");
-        if (sums->count < p.M)
-            return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                              "count = %lld, below this call's own %lld elements per channel (count is the sum "
-                              "over all processes of reduce's counts)",
-                              (long long)sums->count, (long long)p.M);
-    }
-    if ((s = nbwd__bn_check_args(desc, &p, args, sums)) != NBWD_OK) return s;
+    if ((s = nbwd__bn_validate(desc, args, sums, &p, NULL)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     if ((s = nbwd__get_workspace(p.ws_bytes,
@@ -3017,22 +3063,8 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *
     nbwd__bn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) /* the descriptor first, as every call */
+    if ((s = nbwd__bn_reduce_args(desc, args, sum_dy, sum_dy_xhat, count, &p, &a, &sums)) != NBWD_OK)
         return nbwd__finish(entry, s);
-    if (!args || !sum_dy || !sum_dy_xhat || !count)
-        return nbwd__finish(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
-                                              !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count"));
-    if (args->diff_src || args->diff_gamma || args->diff_beta)
-        return nbwd__finish(entry, nbwd__fail(NBWD_ERR_BAD_PARAM,
-                                              "args.%s is set: reduce writes the sums alone (diff_src, diff_gamma and "
-                                              "diff_beta come from nbwd_batch_norm_bwd_apply)",
-                                              args->diff_src ? "diff_src" : args->diff_gamma ? "diff_gamma" : "diff_beta"));
-    a = *args;
-    a.gamma = NULL;
-    a.diff_gamma = sum_dy_xhat;
-    a.diff_beta = sum_dy;
-    memset(&sums, 0, sizeof sums);
-    sums.phase = 1;
     s = nbwd__bn_entry(entry, desc, &a, workspace, workspace_bytes, &sums);
     if (s == NBWD_OK) *count = p.M;
     return s;
@@ -3041,12 +3073,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
                                                const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                const float *sum_dy_xhat, int64_t count, void *workspace,
                                                size_t workspace_bytes) {
-    nbwd__bn_sums sums;
-    memset(&sums, 0, sizeof sums);
-    sums.phase = 2;
-    sums.sum_dy = sum_dy;
-    sums.sum_dy_xhat = sum_dy_xhat;
-    sums.count = count;
+    nbwd__bn_sums sums = nbwd__bn_apply_sums(sum_dy, sum_dy_xhat, count);
     return nbwd__bn_entry("nbwd_batch_norm_bwd_apply", desc, args, workspace, workspace_bytes, &sums);
 }
 

@@ -436,25 +436,8 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
                                      nbwdg__bn_cfg *c) {
     nbwd__params par;
     nbwd_status s;
-    if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
-    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
-    par = p->par;
-    if (sums && sums->phase == 1) { /* the sums: dense f32, overwritten */
-        p->pdt = NBWD_F32;
-        p->accumulate = 0;
-        p->par.st[NBWD__PDG][0] = p->par.st[NBWD__PDB][0] = 1;
-        p->par.dense[NBWD__PDG] = p->par.dense[NBWD__PDB] = 1;
-    }
-    if (sums && sums->phase == 2) {
-        if (!sums->sum_dy || !sums->sum_dy_xhat)
-            return nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL", sums->sum_dy ? "sum_dy_xhat" : "sum_dy");
-        if (sums->count < p->M)
-            return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                              "count = %lld, below this call's own %lld elements per channel (count is the sum "
-                              "over all processes of reduce's counts)",
-                              (long long)sums->count, (long long)p->M);
-    }
-    if ((s = nbwd__bn_check_args(desc, p, args, sums)) != NBWD_OK) return s;
+    memset(&par, 0, sizeof par); /* set by the validation where it succeeds (gcc cannot tell) */
+    if ((s = nbwd__bn_validate(desc, args, sums, p, &par)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&par, 0)) != NBWD_OK) return s;
     if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
         return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
@@ -537,22 +520,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_reduce(const nbwd_batch_norm_bw
     nbwd__bn_plan p;
     nbwdg__bn_cfg c;
     nbwd_status s;
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) /* the descriptor first, as every call */
+    if ((s = nbwd__bn_reduce_args(desc, args, sum_dy, sum_dy_xhat, count, &p, &a, &sums)) != NBWD_OK)
         return nbwdg__reject(entry, s);
-    if (!args || !sum_dy || !sum_dy_xhat || !count)
-        return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "%s is NULL",
-                                               !args ? "args" : !sum_dy ? "sum_dy" : !sum_dy_xhat ? "sum_dy_xhat" : "count"));
-    if (args->diff_src || args->diff_gamma || args->diff_beta)
-        return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_BAD_PARAM,
-                                               "args.%s is set: reduce writes the sums alone (diff_src, diff_gamma and "
-                                               "diff_beta come from nbwd_batch_norm_bwd_apply)",
-                                               args->diff_src ? "diff_src" : args->diff_gamma ? "diff_gamma" : "diff_beta"));
-    a = *args;
-    a.gamma = NULL;
-    a.diff_gamma = sum_dy_xhat;
-    a.diff_beta = sum_dy;
-    memset(&sums, 0, sizeof sums);
-    sums.phase = 1;
     if ((s = nbwdg__bn_prepare(desc, &a, &sums, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
         return nbwdg__reject(entry, s);
     if ((s = nbwdg__bn_run(desc, &a, &sums, &p, &c, workspace, stream)) == NBWD_OK) *count = p.M;
@@ -562,15 +531,10 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd
                                                        const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                        const float *sum_dy_xhat, int64_t count, void *workspace,
                                                        size_t workspace_bytes, void *stream) {
-    nbwd__bn_sums sums;
+    nbwd__bn_sums sums = nbwd__bn_apply_sums(sum_dy, sum_dy_xhat, count);
     nbwd__bn_plan p;
     nbwdg__bn_cfg c;
     nbwd_status s;
-    memset(&sums, 0, sizeof sums);
-    sums.phase = 2;
-    sums.sum_dy = sum_dy;
-    sums.sum_dy_xhat = sum_dy_xhat;
-    sums.count = count;
     if ((s = nbwdg__bn_prepare(desc, args, &sums, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
         return nbwdg__reject("nbwd_gpu_batch_norm_bwd_apply", s);
     return nbwdg__bn_run(desc, args, &sums, &p, &c, workspace, stream);
