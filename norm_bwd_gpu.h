@@ -5,12 +5,11 @@
 
    STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free),
    the host-side logic (validation, statuses, workspace sizes, the no-GPU
-   path) is tested everywhere, and `make test-gpu` has passed on an NVIDIA
-   H100 (also under compute-sanitizer memcheck). Correct, not yet tuned:
-   16-bit data reaches a fraction of the bandwidth f32 does (README). The
-   later args.diff_residual and NBWD_STATS_DST_RSTD paths and BatchNorm's
-   two-phase calls (nbwd_gpu_batch_norm_bwd_reduce / _apply) compile and
-   have their device tests in tests/gpu/test_gpu.cu, not yet run on a GPU.
+   path) is tested everywhere, and `make test-gpu` passes on an NVIDIA
+   H100 (every operation, form and option, RMSNorm, the residual, DST_RSTD
+   and BatchNorm's two-phase calls included; also under compute-sanitizer
+   memcheck). Correct, not yet tuned: 16-bit data reaches a fraction of
+   the bandwidth f32 does (README).
 
    ============================================================================
    COMPILING
