@@ -284,27 +284,27 @@ static nbwd_status bn_run(const bn_case *c, int isa, int num_threads) {
         float *sums = (float *)xmalloc((size_t)c->C * 16);
         int64_t count[2] = {0, 0}, half = c->N / 2, k, ch, per = c->total / c->N * (int64_t)esz(c->dt);
         nbwd_status s = NBWD_OK;
-        for (k = 0; k < 2 && s == NBWD_OK; ++k) {
-            nbwd_batch_norm_bwd_args r = a;
-            nbwd_batch_norm_bwd_desc sd = d;
-            sd.dims[0] = k ? c->N - half : half;
-            r.src = (const char *)c->x + (k ? half * per : 0);
-            r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
-            r.diff_src = r.diff_gamma = r.diff_beta = NULL;
-            s = nbwd_batch_norm_bwd_reduce(&sd, &r, sums + 2 * k * c->C, sums + (2 * k + 1) * c->C, &count[k], NULL, 0);
-        }
-        for (ch = 0; ch < c->C; ++ch) { /* the all-reduce */
-            sums[ch] += sums[2 * c->C + ch];
-            sums[c->C + ch] += sums[3 * c->C + ch];
-        }
-        for (k = 0; k < 2 && s == NBWD_OK; ++k) {
-            nbwd_batch_norm_bwd_args r = a;
-            nbwd_batch_norm_bwd_desc sd = d;
-            sd.dims[0] = k ? c->N - half : half;
-            r.src = (const char *)c->x + (k ? half * per : 0);
-            r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
-            r.diff_src = (char *)c->dx + (k ? half * per : 0);
-            s = nbwd_batch_norm_bwd_apply(&sd, &r, sums, sums + c->C, count[0] + count[1], NULL, 0);
+        int phase;
+        for (phase = 0; phase < 2; ++phase) { /* reduce per slice; the all-reduce; apply per slice */
+            for (k = 0; k < 2 && s == NBWD_OK; ++k) {
+                nbwd_batch_norm_bwd_args r = a;
+                nbwd_batch_norm_bwd_desc sd = d;
+                sd.dims[0] = k ? c->N - half : half;
+                r.src = (const char *)c->x + (k ? half * per : 0);
+                r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
+                r.diff_src = (char *)c->dx + (k ? half * per : 0);
+                if (phase == 0) {
+                    r.diff_src = r.diff_gamma = r.diff_beta = NULL;
+                    s = nbwd_batch_norm_bwd_reduce(&sd, &r, sums + 2 * k * c->C, sums + (2 * k + 1) * c->C, &count[k],
+                                                   NULL, 0);
+                } else {
+                    s = nbwd_batch_norm_bwd_apply(&sd, &r, sums, sums + c->C, count[0] + count[1], NULL, 0);
+                }
+            }
+            for (ch = 0; ch < c->C && phase == 0; ++ch) {
+                sums[ch] += sums[2 * c->C + ch];
+                sums[c->C + ch] += sums[3 * c->C + ch];
+            }
         }
         free(sums);
         return s;
