@@ -2667,6 +2667,12 @@ static void nbwd__bn_finish(const nbwd__bn_run *r, int64_t c, float sum_dyx, flo
     }
 }
 
+/* Channel c without a reduction: apply's given sums, or none (frozen
+   statistics and dx alone) */
+static void nbwd__bn_finish_unreduced(const nbwd__bn_run *r, int64_t c) {
+    nbwd__bn_finish(r, c, r->given_dyx ? r->given_dyx[c] : 0.0f, r->given_dy ? r->given_dy[c] : 0.0f);
+}
+
 /* NCX: the planes of channels [c0, c1) as the kernels see them, less the
    batch entry (nbwd__ncx_seek) and the reduce or apply part (the caller's).
    Built once per run of entries: planes of a few dozen elements make the
@@ -2733,7 +2739,7 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
 static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     float *part = r->partials + c * r->p->nchunks * 2;
     if (!r->reduce) {
-        nbwd__bn_finish(r, c, r->given_dyx ? r->given_dyx[c] : 0.0f, r->given_dy ? r->given_dy[c] : 0.0f);
+        nbwd__bn_finish_unreduced(r, c);
         return;
     }
     nbwd__tree_sum(r->k, part, r->p->nchunks, 2, 2);
@@ -3000,9 +3006,10 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
                 nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
             }
-            for (c = 0; c < C; ++c)
-                nbwd__bn_finish(&r, c, r.reduce ? r.partials[c] : r.given_dyx ? r.given_dyx[c] : 0.0f,
-                                r.reduce ? r.partials[C + c] : r.given_dy ? r.given_dy[c] : 0.0f);
+            for (c = 0; c < C; ++c) {
+                if (r.reduce) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
+                else nbwd__bn_finish_unreduced(&r, c);
+            }
             if (r.want_dx) {
                 threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));
