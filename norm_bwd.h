@@ -487,6 +487,13 @@ typedef enum nbwd_isa {
 /* BatchNorm only: mean and variance are constants (oneDNN's use_global_stats,
    PyTorch's backward in eval mode): diff_src = diff_dst * gamma * rstd */
 #define NBWD_USE_GLOBAL_STATS 2u
+/* BatchNorm only, one or the other: the forward ended in a ReLU (oneDNN's
+   fuse_norm_relu) whose output args.dst is given; diff_dst counts only where
+   dst > 0. ADD_RELU (oneDNN's fuse_norm_add_relu): the ReLU followed an add,
+   and args.diff_src_add receives the added tensor's gradient (the masked
+   diff_dst). */
+#define NBWD_FUSE_RELU 4u
+#define NBWD_FUSE_ADD_RELU 8u
 
 typedef struct nbwd_layer_norm_bwd_desc {
     int rank;                       /* 1..NBWD_MAX_RANK */
@@ -565,13 +572,16 @@ typedef struct nbwd_batch_norm_bwd_desc {
     float epsilon;                  /* required > 0 in the MEAN_VARIANCE form */
     nbwd_stats_form stats_form;
     nbwd_dtype data_dtype, stats_dtype, param_dtype;
-    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS, NBWD_USE_GLOBAL_STATS */
+    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS, NBWD_USE_GLOBAL_STATS,
+                                       NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU */
     int num_threads;
     nbwd_isa isa;
     /* Element strides of the data tensors (rank entries, NULL = dense). */
     const int64_t *src_strides;      /* src, or xhat in the XHAT_STD form */
     const int64_t *diff_dst_strides;
     const int64_t *diff_src_strides;
+    const int64_t *dst_strides;          /* the fused ReLU's forward output */
+    const int64_t *diff_src_add_strides; /* NBWD_FUSE_ADD_RELU's output */
     /* The [C] tensors: one entry each, the stride between channels; NULL = 1. */
     const int64_t *mean_strides;
     const int64_t *var_strides;      /* variance, rstd or std */
@@ -587,6 +597,8 @@ typedef struct nbwd_batch_norm_bwd_args {
     const void *gamma;                        /* optional [C] */
     void *diff_src;                           /* output */
     void *diff_gamma, *diff_beta;             /* optional [C] outputs, both or neither */
+    const void *dst;                          /* NBWD_FUSE_(ADD_)RELU: the forward output */
+    void *diff_src_add;                       /* NBWD_FUSE_ADD_RELU: output, the masked diff_dst */
 } nbwd_batch_norm_bwd_args;
 
 NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int rank, const int64_t *dims);
@@ -1432,16 +1444,22 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, 
     if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
                           batch_norm ? " or _XHAT_STD (BatchNorm has no DST_RSTD form)" : ", _XHAT_STD or _DST_RSTD");
-    if (batch_norm && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_USE_GLOBAL_STATS)))
+    const unsigned relu = NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU;
+    if (batch_norm && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_USE_GLOBAL_STATS | relu)))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "desc.flags = 0x%x: the flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x) and "
-                          "NBWD_USE_GLOBAL_STATS (0x%x)",
-                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS, (unsigned)NBWD_USE_GLOBAL_STATS);
+                          "desc.flags = 0x%x: the flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x), "
+                          "NBWD_USE_GLOBAL_STATS (0x%x), NBWD_FUSE_RELU (0x%x) and NBWD_FUSE_ADD_RELU (0x%x)",
+                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS, (unsigned)NBWD_USE_GLOBAL_STATS,
+                          (unsigned)NBWD_FUSE_RELU, (unsigned)NBWD_FUSE_ADD_RELU);
+    if (batch_norm && (flags & relu) == relu)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.flags sets both NBWD_FUSE_RELU and NBWD_FUSE_ADD_RELU: the forward ended in one "
+                          "ReLU, after an add or not");
     if (!batch_norm && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "desc.flags = 0x%x: LayerNorm's and RMSNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
                           (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
-                          flags & NBWD_USE_GLOBAL_STATS ? "; NBWD_USE_GLOBAL_STATS is BatchNorm's" : "");
+                          flags & (NBWD_USE_GLOBAL_STATS | relu) ? "; the others are BatchNorm's" : "");
     if (num_threads < 0)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.num_threads = %d: 0 (OpenMP's default) or a thread count",
                           num_threads);
@@ -1625,7 +1643,7 @@ static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, co
 static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
 /* Output spans vs the others. out[i] may equal an input j where exact[i][j]
    says the views are identical; any other overlap is an alias error. */
-#define NBWD__MAX_SPANS 10
+#define NBWD__MAX_SPANS 12
 static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
                                      const int *is_output, const unsigned char exact[][NBWD__MAX_SPANS]) {
     int i, j;
@@ -1635,8 +1653,8 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const c
             if (j != i && !(exact && exact[i][j]) && nbwd__share_bytes(&spans[i], &spans[j]))
                 return nbwd__fail(NBWD_ERR_BAD_ALIAS,
                                   "%s%s shares bytes with %s%s (an output may share memory with no other "
-                                  "tensor; diff_src may be exactly diff_dst, src, xhat, dst or diff_residual: same "
-                                  "pointer and strides)",
+                                  "tensor; diff_src may be exactly diff_dst, src, xhat, dst or diff_residual, and "
+                                  "diff_src_add exactly diff_dst or dst: same pointer and strides)",
                                   nbwd__arg_prefix(names[i]), names[i], nbwd__arg_prefix(names[j]), names[j]);
     }
     return NBWD_OK;
@@ -2451,15 +2469,16 @@ typedef struct nbwd__bn_plan {
     int global_stats; /* NBWD_USE_GLOBAL_STATS */
     int nxc;    /* the row algorithm: channels are the dense inner dim */
     int gather; /* [N, C] with a channel stride other than 1: rows through dense tiles */
+    int relu;   /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU */
     float eps;
     int64_t N, C, S, M;                     /* batch, channels, spatial size, N * S */
-    int64_t st[3][NBWD_MAX_RANK];           /* x, dy, dx */
+    int64_t st[5][NBWD_MAX_RANK];           /* x, dy, dx, dst, diff_src_add */
     int64_t mean_st, var_st;                /* the [C] statistics' strides */
     nbwd__params par;                       /* gamma, (unused), diff_gamma, diff_beta: [C] */
     int64_t rows, rows_per_block, nblocks;  /* NXC: rows = N * S */
     int64_t n_per_chunk, nchunks;           /* NCX: batch entries per partial */
     int64_t cblock;                         /* NCX: channels visited together */
-    size_t ws_coef, ws_partials, ws_bytes;
+    size_t ws_coef, ws_partials, ws_masked, ws_bytes; /* ws_masked: NBWD_FUSE_RELU's masked dy */
 } nbwd__bn_plan;
 
 typedef struct nbwd__bn_run {
@@ -2498,11 +2517,16 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
     desc->init_stamp = NBWD__BN_STAMP;
 }
 
+/* Does tensor t (x, dy, dx, dst, diff_src_add) reach the kernels, and
+   with it their stride rules? */
+static int nbwd__bn_kernel_tensor(int relu, int t) {
+    return t == 0 || t == 2 || (t == 1 && !relu) || (t == 4 && relu == NBWD_FUSE_ADD_RELU);
+}
 static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
     nbwd_status s;
     int64_t lo, hi, total;
-    int t, r;
-    static const char *const tensor[3] = {"src", "diff_dst", "diff_src"};
+    int t, r, nt;
+    static const char *const tensor[5] = {"src", "diff_dst", "diff_src", "dst", "diff_src_add"};
     if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
     memset(p, 0, sizeof *p);
     if (d->init_stamp != NBWD__BN_STAMP)
@@ -2522,26 +2546,34 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     p->form = (int)d->stats_form;
     p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
     p->global_stats = (d->flags & NBWD_USE_GLOBAL_STATS) != 0;
+    p->relu = (int)(d->flags & (NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU));
     p->eps = d->epsilon;
     p->nxc = d->layout == NBWD_NXC;
     p->N = d->dims[0];
     p->C = d->layout == NBWD_NXC ? d->dims[r - 1] : d->dims[1];
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->M = p->N * p->S;
-    for (t = 0; t < 3; ++t) {
-        const int64_t *given = t == 0 ? d->src_strides : t == 1 ? d->diff_dst_strides : d->diff_src_strides;
-        nbwd__strides(r, d->dims, given, p->st[t]);
+    for (t = 0; t < 5; ++t) {
+        const int64_t *const given[5] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides, d->dst_strides,
+                                         d->diff_src_add_strides};
+        nbwd__strides(r, d->dims, given[t], p->st[t]);
     }
+    /* The fused ReLU's tensors take part only with its flag. Its masked dy
+       (diff_src_add, or dense in the workspace) replaces dy in the kernels;
+       dy and dst are read elementwise before them, with any strides. */
+    nt = p->relu == NBWD_FUSE_ADD_RELU ? 5 : p->relu ? 4 : 3;
     /* [N, C] reads the same in both layouts and always takes the row (NXC)
        algorithm, which vectorizes across channels: the algorithm, and with
        it every bit, depends on the shape alone. Channels that are not dense
        in some tensor reach the same kernels through dense tiles. */
     if (r == 2) {
         p->nxc = 1;
-        p->gather = d->dims[1] > 1 && (p->st[0][1] != 1 || p->st[1][1] != 1 || p->st[2][1] != 1);
+        for (t = 0; t < nt; ++t)
+            if (nbwd__bn_kernel_tensor(p->relu, t)) p->gather |= d->dims[1] > 1 && p->st[t][1] != 1;
     }
-    for (t = 0; t < 3; ++t) {
-        if (!p->gather && !nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r))
+    for (t = 0; t < nt; ++t) {
+        if (nbwd__bn_kernel_tensor(p->relu, t) && !p->gather &&
+            !nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: %s must be dense (row-major, inner stride 1)",
                               tensor[t], p->nxc ? "the channels (NXC)" : "the spatial dims (NCX)");
         if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi))
@@ -2560,6 +2592,8 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     p->ws_bytes = 0;
     if (p->M == 0 || p->C == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
     p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
+    if (p->relu == NBWD_FUSE_RELU)
+        p->ws_masked = nbwd__ws_take(&p->ws_bytes, (size_t)(p->M * p->C) * nbwd__esize(p->dt));
     if (p->nxc) {
         p->rows = p->M;
         nbwd__row_blocking(p->rows, p->C, &p->rows_per_block, &p->nblocks);
@@ -2601,9 +2635,10 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[10] = {"src",   "diff_dst",   "diff_src",  "mean",        "variance",
-                             "gamma", "diff_gamma", "diff_beta", "sum_dy_xhat", "sum_dy"};
-    int nspans = sums && sums->phase == 2 ? 10 : 8;
+    const char *names[NBWD__MAX_SPANS] = {"src",       "diff_dst",    "diff_src", "mean",
+                                          "variance",  "gamma",       "diff_gamma", "diff_beta",
+                                          "sum_dy_xhat", "sum_dy",    "dst",      "diff_src_add"};
+    int t;
     if (sums && sums->phase == 1) {
         names[6] = "sum_dy_xhat";
         names[7] = "sum_dy";
@@ -2617,16 +2652,30 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
                                     p->C)) != NBWD_OK)
         return s;
     if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
-    /* outer dims of dx: NXC all but C; NCX (and gathered [N, C]) N and C
-       around the dense plane */
-    for (i = 0; i < (p->nxc && !p->gather ? p->rank - 1 : 2); ++i) {
-        od[nod] = d->dims[i];
-        os[nod] = p->st[2][i];
-        ++nod;
+    if (!p->relu && (a->dst || a->diff_src_add))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.%s is set but desc.flags has neither NBWD_FUSE_RELU nor NBWD_FUSE_ADD_RELU",
+                          a->dst ? "dst" : "diff_src_add");
+    if (p->relu == NBWD_FUSE_RELU && a->diff_src_add)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.diff_src_add is set with NBWD_FUSE_RELU: it is NBWD_FUSE_ADD_RELU's output");
+    if (total > 0 && p->relu && (!a->dst || (p->relu == NBWD_FUSE_ADD_RELU && !a->diff_src_add)))
+        return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.flags has %s)",
+                          a->dst ? "diff_src_add" : "dst",
+                          p->relu == NBWD_FUSE_RELU ? "NBWD_FUSE_RELU" : "NBWD_FUSE_ADD_RELU");
+    /* the outputs' outer dims: NXC all but C; NCX (and gathered [N, C]) N
+       and C around the dense plane */
+    for (t = 2; t <= 4; t += 2) {
+        if (!(t == 2 ? a->diff_src : a->diff_src_add)) continue;
+        for (nod = 0, i = 0; i < (p->nxc && !p->gather ? p->rank - 1 : 2); ++i) {
+            od[nod] = d->dims[i];
+            os[nod] = p->st[t][i];
+            ++nod;
+        }
+        if (!nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides make two elements of args.%s share an address",
+                              names[t == 2 ? 2 : 11], names[t == 2 ? 2 : 11]);
     }
-    if (a->diff_src && !nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
-        return nbwd__fail(NBWD_ERR_BAD_STRIDES,
-                          "desc.diff_src_strides make two elements of args.diff_src share an address");
 
     /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
     for (i = 0; i < 3; ++i)
@@ -2638,16 +2687,25 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     sp[5] = nbwd__param_span(&p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
     sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
     sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    out[2] = out[6] = out[7] = 1;
-    if (nspans == 10) {
+    out[2] = out[6] = out[7] = out[11] = 1;
+    {
         int64_t one = 1;
-        sp[8] = nbwd__span_of(sums->sum_dy_xhat, 1, &p->C, &one, 4);
-        sp[9] = nbwd__span_of(sums->sum_dy, 1, &p->C, &one, 4);
+        int apply = sums && sums->phase == 2;
+        sp[8] = nbwd__span_of(apply ? sums->sum_dy_xhat : NULL, 1, &p->C, &one, 4);
+        sp[9] = nbwd__span_of(apply ? sums->sum_dy : NULL, 1, &p->C, &one, 4);
     }
+    sp[10] = nbwd__span_of(a->dst, p->rank, d->dims, p->st[3], esz);
+    sp[11] = nbwd__span_of(a->diff_src_add, p->rank, d->dims, p->st[4], esz);
     memset(exact, 0, sizeof exact);
     exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
     exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
-    return nbwd__check_alias(nspans, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    /* dst and dy are read up front, into the masked dy, elementwise: that
+       output may be either of them, and diff_src may be dst */
+    exact[2][10] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->dst, p->st[3], p->rank, d->dims);
+    exact[11][1] =
+        (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->diff_dst, p->st[1], p->rank, d->dims);
+    exact[11][10] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->dst, p->st[3], p->rank, d->dims);
+    return nbwd__check_alias(NBWD__MAX_SPANS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* Channel c's sums are complete (partials[0..1]): coefficients and params.
@@ -2876,6 +2934,61 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     }
 }
 
+/* The fused ReLU's masked dy: dy where the forward output dst > 0, else +0,
+   for rows [row0, row1) of o (dy, dst, out; the last dim inner, n elements,
+   strides in inner). The test is on the bits, so dy's bits pass unchanged:
+   dst > 0 is a nonzero bit pattern no greater than +infinity's (a set sign
+   bit or a NaN is above it). */
+static void nbwd__bn_mask_rows(const nbwd__outer *o, const int64_t *inner, int64_t n, int dt, const char *dy,
+                               const char *dst, char *out, int64_t row0, int64_t row1) {
+    nbwd__cursor cur;
+    int64_t row, i;
+    nbwd__cursor_seek(o, &cur, row0);
+    for (row = row0; row < row1; ++row, nbwd__cursor_next(o, &cur)) {
+        int64_t a = cur.off[0], b = cur.off[1], c = cur.off[2];
+        if (dt == NBWD_F32) {
+            for (i = 0; i < n; ++i, a += inner[0], b += inner[1], c += inner[2]) {
+                uint32_t g, y;
+                memcpy(&g, dy + a * 4, 4);
+                memcpy(&y, dst + b * 4, 4);
+                g = y != 0 && y <= 0x7F800000u ? g : 0u;
+                memcpy(out + c * 4, &g, 4);
+            }
+        } else {
+            uint16_t top = dt == NBWD_BF16 ? 0x7F80u : 0x7C00u;
+            for (i = 0; i < n; ++i, a += inner[0], b += inner[1], c += inner[2]) {
+                uint16_t g, y;
+                memcpy(&g, dy + a * 2, 2);
+                memcpy(&y, dst + b * 2, 2);
+                g = y != 0 && y <= top ? g : (uint16_t)0;
+                memcpy(out + c * 2, &g, 2);
+            }
+        }
+    }
+}
+/* Writes the masked dy to out (strides out_st) and points the kernels' dy
+   at it. Elementwise, so any thread split gives the same bits. */
+static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims, const void *dst, char *out,
+                          const int64_t *out_st, int num_threads) {
+    int64_t st[3][NBWD_MAX_RANK], inner[3], rows, i;
+    nbwd__outer o;
+    int threads, d, last = p->rank - 1;
+    for (d = 0; d < p->rank; ++d) {
+        st[0][d] = p->st[1][d];
+        st[1][d] = p->st[3][d];
+        st[2][d] = out_st[d];
+    }
+    for (d = 0; d < 3; ++d) inner[d] = st[d][last];
+    nbwd__outer_init(&o, last, dims, 3, st);
+    nbwd__count(dims, 0, last, &rows);
+    threads = nbwd__pick_threads(num_threads, p->M * p->C, rows);
+    NBWD__PARALLEL_FOR(threads, i, threads,
+                       nbwd__bn_mask_rows(&o, inner, dims[last], p->dt, r->dy, (const char *)dst, out,
+                                          rows * i / threads, rows * (i + 1) / threads));
+    r->dy = out;
+    for (d = 0; d < p->rank; ++d) p->st[1][d] = out_st[d];
+}
+
 /* What every BatchNorm call checks, on the CPU and the GPU: the descriptor,
    args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
    (reduce's takes its sums as dense f32 parameter outputs, overwritten);
@@ -2954,7 +3067,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
     if ((s = nbwd__get_workspace(p.ws_bytes,
-                                 p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0,
+                                 p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma || p.relu) ? p.ws_bytes
+                                                                                                     : 0,
                                  workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
         return s;
     /* Everything is validated: from here on outputs are written. */
@@ -2982,10 +3096,18 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
             nbwd__store(r.dbeta, c * p.par.st[NBWD__PDB][0], p.pdt, 0.0f);
         }
     }
+    r.dy = (const char *)args->diff_dst;
+    if (p.M > 0 && C > 0 && p.relu) { /* diff_src_add is written even if nothing else is */
+        int64_t dense[NBWD_MAX_RANK];
+        nbwd__strides(p.rank, desc->dims, NULL, dense);
+        if (p.relu == NBWD_FUSE_ADD_RELU)
+            nbwd__bn_mask(&p, &r, desc->dims, args->dst, (char *)args->diff_src_add, p.st[4], desc->num_threads);
+        else
+            nbwd__bn_mask(&p, &r, desc->dims, args->dst, ws + p.ws_masked, dense, desc->num_threads);
+    }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
         const void *spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat, NULL);
-        r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
         r.xm = (float *)(ws + p.ws_coef);
         r.xs = r.xm + C;

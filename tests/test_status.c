@@ -522,7 +522,7 @@ static void bn_status_cases(nbwd_layout L) {
     bn_valid(&d, &a, L); d.stats_form = NBWD_STATS_DST_RSTD; /* LayerNorm's and RMSNorm's alone */
     bn_expect("stats_form DST_RSTD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.isa = (nbwd_isa)77; bn_expect("isa 77", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
-    bn_valid(&d, &a, L); d.flags = 4u; bn_expect("flags bit 2", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_valid(&d, &a, L); d.flags = 16u; bn_expect("flags bit 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.num_threads = -3; bn_expect("num_threads -3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.dims[2] = -1; bn_expect("negative dim", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
     bn_valid(&d, &a, L); d.dims[0] = (int64_t)1 << 31; d.dims[1] = (int64_t)1 << 31; d.dims[2] = (int64_t)1 << 31;
