@@ -4,13 +4,16 @@
    (absent: gamma is ignored), diff_src absent, strided (padded, negative)
    tensors, in-place, accumulate, channel counts 1..64, spatial sizes 1..3136,
    a >= 2^20 element case, degenerate N = 0, C = 0, N * spatial = 1,
-   frozen (global) statistics, and the two-phase calls (the batch split into
-   slices: reduce per slice, the sums added, apply per slice). */
+   frozen (global) statistics, the two-phase calls (the batch split into
+   slices: reduce per slice, the sums added, apply per slice), and the fused
+   ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU: diff_dst masked by dst > 0). */
 #include "nbwd_test.h"
 
 enum { B_DENSE = 0, B_PADDED = 1, B_NEGATIVE = 2 };
 enum { BD_NORMAL = 0, BD_CONSTANT = 1, BD_BIG_MEAN = 2 };
 enum { BIP_NONE = 0, BIP_DY = 1, BIP_X = 2 };
+/* the fused ReLU's in-place forms: diff_src_add is diff_dst or dst; diff_src is dst */
+enum { BRA_NONE = 0, BRA_ADD_DY = 1, BRA_ADD_DST = 2, BRA_DX_DST = 3 };
 
 typedef struct bn_cfg {
     int rank;
@@ -31,6 +34,8 @@ typedef struct bn_cfg {
     int caller_ws;
     int null_empty;
     int split; /* > 1: the batch in that many slices through reduce and apply */
+    unsigned relu;  /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU */
+    int relu_alias; /* BRA_* */
     uint64_t seed;
 } bn_cfg;
 
@@ -86,21 +91,26 @@ static nbwd_status bn_split_call(const bn_cfg *c, const nbwd_batch_norm_bwd_desc
             const int64_t *sx = desc->src_strides ? desc->src_strides : dense;
             const int64_t *sy = desc->diff_dst_strides ? desc->diff_dst_strides : dense;
             const int64_t *sdx = desc->diff_src_strides ? desc->diff_src_strides : dense;
+            const int64_t *sdst = desc->dst_strides ? desc->dst_strides : dense;
+            const int64_t *sadd = desc->diff_src_add_strides ? desc->diff_src_add_strides : dense;
             t_buf own_dg, own_db;
             size_t bytes = 0;
             void *ws = NULL;
             sd.dims[0] = n1 - n0;
             sd.src_strides = sx; sd.diff_dst_strides = sy; sd.diff_src_strides = sdx;
+            sd.dst_strides = sdst; sd.diff_src_add_strides = sadd;
             sa.src = bn_slice(args->src, sx, n0, desc->data_dtype);
             sa.xhat = bn_slice(args->xhat, sx, n0, desc->data_dtype);
             sa.diff_dst = bn_slice(args->diff_dst, sy, n0, desc->data_dtype);
             sa.diff_src = (void *)bn_slice(args->diff_src, sdx, n0, desc->data_dtype);
+            sa.dst = bn_slice(args->dst, sdst, n0, desc->data_dtype);
+            sa.diff_src_add = (void *)bn_slice(args->diff_src_add, sadd, n0, desc->data_dtype);
             if (c->caller_ws) { /* deliberately misaligned */
                 CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&sd, &bytes), NBWD_OK);
                 ws = (char *)t_xmalloc(bytes + 8) + 4;
             }
             if (phase == 0) {
-                sa.diff_src = sa.diff_gamma = sa.diff_beta = NULL;
+                sa.diff_src = sa.diff_gamma = sa.diff_beta = NULL; /* diff_src_add stays: both phases write it */
                 st = nbwd_batch_norm_bwd_reduce(&sd, &sa, pdy, pdyx, &part_count, ws, bytes);
                 if (ws) free((char *)ws - 4);
                 CHECK(part_count == (n1 - n0) * (N > 0 ? M / N : 0), "reduce: count %lld for %lld batch entries",
@@ -146,10 +156,13 @@ static int bn_run(const bn_cfg *c) {
     int d, k = 0, cd = bn_cdim(c), ok = 1;
     int64_t C = c->dims[cd], total = 1, M, i, e;
     int64_t st_x[NBWD_MAX_RANK], st_dy[NBWD_MAX_RANK], st_dx[NBWD_MAX_RANK];
+    int64_t st_dst[NBWD_MAX_RANK], st_add[NBWD_MAX_RANK];
     int dense_from = c->layout == NBWD_NCX ? 2 : c->rank - 1;
     t_buf bx, bdy, bdx, bm, bv, bg, bdg, bdb, *pdx = NULL;
+    t_buf bdst, badd, bmasked, *padd = NULL; /* the fused ReLU's dst, diff_src_add, masked dy (dense) */
     double *mean, *var, *rdx = NULL, *rdx_tol = NULL, *rdg, *rdg_tol, *rdb, *rdb_tol, *prev_dg, *prev_db;
-    t_snap s_x, s_dy, s_m, s_v, s_g, s_dg, s_db;
+    double *masked = NULL, *zero_tol = NULL;
+    t_snap s_x, s_dy, s_m, s_v, s_g, s_dg, s_db, s_dst;
     t_rng rng;
     ref_out ro;
     ref_tensor tx, tdy, tm, tv, tg;
@@ -168,11 +181,11 @@ static int bn_run(const bn_cfg *c) {
     }
     M = C > 0 ? total / C : 0;
     t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d global=%d eps=%g "
-           "data=%d threads=%d ws=%d split=%d seed=%llu isa=%s",
+           "data=%d threads=%d ws=%d split=%d relu=%u/%d seed=%llu isa=%s",
            c->layout == NBWD_NCX ? "NCX" : "NXC", dims, t_form_name(c->form), t_dtype_name(c->dt),
            t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->gamma, c->params, c->want_dx, c->strides, c->inplace,
-           c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws, c->split,
-           (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
+           c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws, c->split, c->relu,
+           c->relu_alias, (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
     t_rng_seed(&rng, c->seed);
 
     /* strides: the dense block is the spatial dims (NCX) or C (NXC); with
@@ -200,9 +213,34 @@ static int bn_run(const bn_cfg *c) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
+    /* dst has no dense block when strided (it may not), unless it doubles
+       as an output; diff_src_add has padding of its own */
+    memset(&bdst, 0, sizeof bdst);
+    memset(&badd, 0, sizeof badd);
+    memset(&bmasked, 0, sizeof bmasked);
+    if (c->relu) {
+        int out_alias = c->relu_alias == BRA_ADD_DST || c->relu_alias == BRA_DX_DST;
+        t_padded_strides(c->rank, c->dims, c->strides && !out_alias ? c->rank : dense_from, c->strides ? 2 : 0,
+                         st_dst);
+        if (c->relu_alias == BRA_DX_DST) memcpy(st_dst, st_dx, sizeof st_dst);
+        t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 5 : 0, st_add);
+        if (!t_buf_alloc(&bdst, c->rank, c->dims, st_dst, c->dt) || !t_buf_alloc(&bmasked, c->rank, c->dims, NULL, c->dt)) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
+        if (c->relu == NBWD_FUSE_ADD_RELU) {
+            if (c->relu_alias == BRA_ADD_DY) padd = &bdy;
+            else if (c->relu_alias == BRA_ADD_DST) padd = &bdst;
+            else {
+                if (!t_buf_alloc(&badd, c->rank, c->dims, st_add, c->dt)) { fprintf(stderr, "out of memory\n"); exit(2); }
+                padd = &badd;
+            }
+        }
+    }
     memset(&bdx, 0, sizeof bdx);
     if (c->want_dx) {
-        if (c->inplace == BIP_DY) pdx = &bdy;
+        if (c->relu_alias == BRA_DX_DST) pdx = &bdst;
+        else if (c->inplace == BIP_DY) pdx = &bdy;
         else if (c->inplace == BIP_X) pdx = &bx;
         else {
             if (!t_buf_alloc(&bdx, c->rank, c->dims, st_dx, c->dt)) { fprintf(stderr, "out of memory\n"); exit(2); }
@@ -226,6 +264,23 @@ static int bn_run(const bn_cfg *c) {
         t_buf_fill_normal(&bx, &rng, -0.2, 1.3);
     }
     t_buf_fill_normal(&bdy, &rng, 0.1, 1.0);
+    if (c->relu) { /* dst: zeros, -0, negatives, NaN, +infinity, subnormal and normal positives */
+        double *dyd = (double *)t_xmalloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+        double tiny = c->dt == NBWD_F16 ? 1e-6 : 1e-39;
+        masked = (double *)t_xmalloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+        zero_tol = (double *)t_xmalloc((size_t)(total > 0 ? total : 1) * sizeof(double));
+        t_buf_to_dense(&bdy, dyd);
+        for (e = 0; e < total; ++e) {
+            double u = t_rng_uniform(&rng, 0.0, 1.0), v;
+            v = u < 0.3 ? 0.0 : u < 0.35 ? -0.0 : u < 0.45 ? -fabs(t_rng_normal(&rng)) : u < 0.47 ? NAN
+                : u < 0.48 ? INFINITY : u < 0.5 ? tiny : fabs(t_rng_normal(&rng)) + 0.01;
+            v = t_buf_set(&bdst, e, v);
+            masked[e] = v > 0.0 ? dyd[e] : 0.0;
+            zero_tol[e] = 0.0;
+        }
+        t_buf_from_dense(&bmasked, masked);
+        free(dyd);
+    }
     for (i = 0; i < C; ++i) t_buf_set(&bg, i, 1.0 + 0.5 * t_rng_normal(&rng));
     tx.p = bx.base; tx.dt = c->dt; tx.strides = bx.strides;
     ref_batch_norm_stats(c->rank, c->dims, c->layout, tx, mean, var);
@@ -267,7 +322,7 @@ static int bn_run(const bn_cfg *c) {
     rdg_tol = ro.dg_tol = (double *)t_xmalloc((size_t)Cn * sizeof(double));
     rdb = ro.db = (double *)t_xmalloc((size_t)Cn * sizeof(double));
     rdb_tol = ro.db_tol = (double *)t_xmalloc((size_t)Cn * sizeof(double));
-    tdy.p = bdy.base; tdy.dt = c->dt; tdy.strides = bdy.strides;
+    tdy.p = c->relu ? bmasked.base : bdy.base; tdy.dt = c->dt; tdy.strides = c->relu ? bmasked.strides : bdy.strides;
     tm.p = bm.base; tm.dt = c->sdt; tm.strides = bm.strides;
     tv.p = bv.base; tv.dt = c->sdt; tv.strides = bv.strides;
     tg.p = c->gamma && c->params ? bg.base : NULL; tg.dt = c->pdt; tg.strides = bg.strides;
@@ -287,7 +342,8 @@ static int bn_run(const bn_cfg *c) {
     desc.data_dtype = c->dt;
     desc.stats_dtype = c->sdt;
     desc.param_dtype = c->pdt;
-    desc.flags = (c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c->global_stats ? NBWD_USE_GLOBAL_STATS : 0u);
+    desc.flags = (c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c->global_stats ? NBWD_USE_GLOBAL_STATS : 0u) |
+                 c->relu;
     desc.num_threads = c->threads;
     desc.isa = g_test_isa;
     if (c->strides || c->inplace) {
@@ -299,6 +355,10 @@ static int bn_run(const bn_cfg *c) {
         desc.gamma_strides = &cst[2];
         desc.diff_gamma_strides = &cst[3];
         desc.diff_beta_strides = &cst[4];
+    }
+    if (c->relu) {
+        desc.dst_strides = bdst.strides;
+        desc.diff_src_add_strides = padd ? padd->strides : NULL;
     }
     memset(&args, 0, sizeof args);
     {
@@ -316,9 +376,13 @@ static int bn_run(const bn_cfg *c) {
             args.diff_gamma = nc ? NULL : bdg.base;
             args.diff_beta = nc ? NULL : bdb.base;
         }
+        if (c->relu) args.dst = ne ? NULL : bdst.base;
+        if (padd) args.diff_src_add = ne ? NULL : padd->base;
     }
     s_x = t_snap_take(&bx); s_dy = t_snap_take(&bdy); s_m = t_snap_take(&bm); s_v = t_snap_take(&bv);
     s_g = t_snap_take(&bg); s_dg = t_snap_take(&bdg); s_db = t_snap_take(&bdb);
+    if (c->relu) s_dst = t_snap_take(&bdst);
+    else memset(&s_dst, 0, sizeof s_dst);
     allocs0 = t_hook_allocs();
     frees0 = t_hook_frees();
     if (c->split > 1) {
@@ -355,14 +419,25 @@ static int bn_run(const bn_cfg *c) {
         if (pdx) ok &= CHECK(t_buf_canary_ok(pdx), "diff_src: a byte outside its elements was written");
         ok &= CHECK(t_buf_canary_ok(&bdg) && t_buf_canary_ok(&bdb),
                     "diff_gamma/diff_beta: a byte outside their elements was written");
+        if (padd && total > 0) {
+            ok &= T_COMPARE_BUF("diff_src_add (the masked diff_dst, exactly)", padd, masked, zero_tol);
+            ok &= CHECK(t_buf_canary_ok(padd), "diff_src_add: a byte outside its elements was written");
+        }
+        if (c->relu && c->relu_alias != BRA_ADD_DST && c->relu_alias != BRA_DX_DST)
+            ok &= CHECK(t_snap_same(&s_dst, &bdst), "dst was modified");
         if (c->inplace != BIP_X) ok &= CHECK(t_snap_same(&s_x, &bx), "src/xhat was modified");
-        if (c->inplace != BIP_DY) ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
+        if (c->inplace != BIP_DY && c->relu_alias != BRA_ADD_DY)
+            ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
         ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv) && t_snap_same(&s_g, &bg),
                     "statistics or gamma were modified");
     }
     if (ws) free(ws);
     t_snap_free(&s_x); t_snap_free(&s_dy); t_snap_free(&s_m); t_snap_free(&s_v); t_snap_free(&s_g);
-    t_snap_free(&s_dg); t_snap_free(&s_db);
+    t_snap_free(&s_dg); t_snap_free(&s_db); t_snap_free(&s_dst);
+    free(masked); free(zero_tol);
+    if (bdst.alloc) t_buf_free(&bdst);
+    if (badd.alloc) t_buf_free(&badd);
+    if (bmasked.alloc) t_buf_free(&bmasked);
     free(mean); free(var); free(rdx); free(rdx_tol); free(rdg); free(rdg_tol); free(rdb); free(rdb_tol);
     free(prev_dg); free(prev_db);
     t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bm); t_buf_free(&bv); t_buf_free(&bg); t_buf_free(&bdg);
@@ -782,12 +857,140 @@ static void bn_two_phase(void) {
     }
 }
 
+/* 10. The fused ReLU: dx, diff_gamma and diff_beta of the masked diff_dst
+   (against the float64 reference of the masked tensor), diff_src_add equal
+   to it exactly; every layout, form, dtype combination, both flags, strided
+   (dst without a dense block), in place, frozen statistics, two-phase,
+   [N, C], threads; and the same bits as the plain call on a masked copy. */
+static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads) {
+    int64_t dims[4] = {3, 6, 5, 7}, total = 630, i;
+    uint16_t dy16[630], dst16[630], m16[630];
+    float dy[630], dst[630], masked[630], x[630], dx1[630], dx2[630], add[630];
+    float mean[7], var[7], gamma[7], dg1[7], db1[7], dg2[7], db2[7];
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    t_rng rng;
+    nbwd_status s1, s2;
+    int wide = dt == NBWD_F32, C = 7;
+    size_t esz = wide ? 4 : 2;
+    t_case("BN fused ReLU: the bits of the plain call on the masked diff_dst (%s, %s, flags 0x%x, threads %d, isa %s)",
+           layout == NBWD_NCX ? "NCX" : "NXC", t_dtype_name(dt), flag, threads, nbwd_isa_name(g_test_isa));
+    if (layout == NBWD_NCX) { dims[1] = 7; dims[3] = 6; }
+    t_rng_seed(&rng, 91 + (uint64_t)flag + (uint64_t)threads);
+    for (i = 0; i < total; ++i) {
+        double u = t_rng_uniform(&rng, 0.0, 1.0);
+        x[i] = (float)t_rng_normal(&rng);
+        dy[i] = (float)t_rng_normal(&rng);
+        dst[i] = u < 0.4 ? 0.0f : u < 0.45 ? -0.0f : u < 0.5 ? -1.0f : (float)t_rng_uniform(&rng, 0.01, 3.0);
+        masked[i] = dst[i] > 0.0f ? dy[i] : 0.0f;
+        dy16[i] = dt == NBWD_BF16 ? nbwd_f32_to_bf16(dy[i]) : nbwd_f32_to_f16(dy[i]);
+        dst16[i] = dt == NBWD_BF16 ? nbwd_f32_to_bf16(dst[i]) : nbwd_f32_to_f16(dst[i]);
+        m16[i] = dst[i] > 0.0f ? dy16[i] : 0;
+        if (!wide) x[i] = dt == NBWD_BF16 ? nbwd_bf16_to_f32(nbwd_f32_to_bf16(x[i])) : x[i];
+    }
+    for (i = 0; i < C; ++i) {
+        mean[i] = (float)(0.1 * t_rng_normal(&rng));
+        var[i] = (float)t_rng_uniform(&rng, 0.5, 1.5);
+        gamma[i] = (float)t_rng_uniform(&rng, 0.5, 1.5);
+    }
+    if (!wide) { /* x as 16-bit data too: reuse x's storage as the low halves */
+        uint16_t *x16 = (uint16_t *)x;
+        for (i = 0; i < total; ++i) x16[i] = dt == NBWD_BF16 ? nbwd_f32_to_bf16(x[i]) : nbwd_f32_to_f16(x[i]);
+    }
+    nbwd_batch_norm_bwd_desc_init(&d, 4, dims, layout, 1e-5f);
+    d.data_dtype = dt;
+    d.num_threads = threads;
+    d.isa = g_test_isa;
+    memset(&a, 0, sizeof a);
+    a.src = x; a.mean = mean; a.variance = var; a.gamma = gamma;
+    a.diff_gamma = dg1; a.diff_beta = db1; a.diff_src = dx1;
+    a.diff_dst = wide ? (const void *)dy : (const void *)dy16;
+    a.dst = wide ? (const void *)dst : (const void *)dst16;
+    if (flag == NBWD_FUSE_ADD_RELU) a.diff_src_add = add;
+    d.flags = flag;
+    s1 = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+    d.flags = 0;
+    a.dst = NULL; a.diff_src_add = NULL;
+    a.diff_dst = wide ? (const void *)masked : (const void *)m16;
+    a.diff_gamma = dg2; a.diff_beta = db2; a.diff_src = dx2;
+    s2 = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+    CHECK_STATUS(s1, NBWD_OK);
+    CHECK_STATUS(s2, NBWD_OK);
+    CHECK(memcmp(dx1, dx2, (size_t)total * esz) == 0 && memcmp(dg1, dg2, sizeof dg1) == 0 &&
+              memcmp(db1, db2, sizeof db1) == 0,
+          "the fused call's results differ from the plain call's on the masked diff_dst");
+    if (flag == NBWD_FUSE_ADD_RELU)
+        CHECK(memcmp(add, wide ? (const void *)masked : (const void *)m16, (size_t)total * esz) == 0,
+              "diff_src_add is not the masked diff_dst, bit for bit");
+}
+
+static void bn_fused_relu(void) {
+    int lay, f, k, v, fl;
+    static const int64_t sp2[2] = {4, 3}, sp1[1] = {500};
+    static const unsigned flags[2] = {NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU};
+    for (lay = 0; lay < 2; ++lay)
+        for (f = 0; f < 3; ++f)
+            for (k = 0; k < T_NCOMBOS; ++k)
+                for (fl = 0; fl < 2; ++fl) {
+                    bn_cfg c;
+                    bn_defaults(&c);
+                    bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, 3, 5, 2, sp2);
+                    c.form = (nbwd_stats_form)f;
+                    c.dt = t_combos[k].dt; c.sdt = t_combos[k].sdt; c.pdt = t_combos[k].pdt;
+                    c.relu = flags[fl];
+                    c.strides = (f + k + fl) % 3;
+                    c.params = (k + fl) % 4 != 3;
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+    for (lay = 0; lay < 2; ++lay)
+        for (v = 0; v < 12; ++v) {
+            bn_cfg c;
+            bn_defaults(&c);
+            bn_shape(&c, lay ? NBWD_NCX : NBWD_NXC, v >= 10 ? 2 : 6, 9, 1, sp1);
+            c.relu = v % 2 ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+            switch (v) {
+            case 0: c.relu_alias = BRA_DX_DST; c.strides = B_PADDED; break;
+            case 1: c.relu_alias = BRA_ADD_DY; c.dt = NBWD_BF16; break;
+            case 2: c.global_stats = 1; c.params = 0; c.threads = 2; break;
+            case 3: c.relu_alias = BRA_ADD_DST; c.strides = B_PADDED; c.accumulate = 1; break;
+            case 4: c.inplace = BIP_DY; c.split = 3; c.dt = NBWD_F16; break;
+            case 5: c.split = 2; c.strides = B_NEGATIVE; c.threads = 2; break;
+            case 6: c.global_stats = 1; c.split = 2; c.caller_ws = 1; break;
+            case 7: c.want_dx = 0; c.params = 0; break; /* diff_src_add alone */
+            case 8: c.inplace = BIP_X; c.caller_ws = 1; c.threads = 2; break;
+            case 9: c.relu_alias = BRA_DX_DST; c.split = 3; c.want_dx = 1; c.dt = NBWD_BF16; break;
+            case 10: c.split = 3; break; /* N = 2 in 3 slices: one empty */
+            default: c.split = 3; c.want_dx = 0; c.accumulate = 1; break;
+            }
+            c.seed = ++g_bseed;
+            bn_run(&c);
+        }
+    for (fl = 0; fl < 2; ++fl) { /* [N, C], gathered channels */
+        bn_cfg c;
+        int64_t d2[2] = {33, 40};
+        bn_defaults(&c);
+        bn_set_dims(&c, 2, d2);
+        c.layout = NBWD_NXC;
+        c.relu = flags[fl];
+        c.split = fl ? 2 : 0;
+        c.strides = B_PADDED;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
+    for (lay = 0; lay < 2; ++lay)
+        for (k = 0; k < 3; ++k)
+            for (fl = 0; fl < 2; ++fl)
+                bn_relu_bits(lay ? NBWD_NCX : NBWD_NXC, k == 0 ? NBWD_F32 : k == 1 ? NBWD_BF16 : NBWD_F16, flags[fl],
+                             1 + fl);
+}
+
 void test_batch_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", bn_full_cross}, {"shapes", bn_shapes},         {"strides", bn_strides},
         {"in-place/accumulate", bn_inplace_accumulate}, {"data", bn_data}, {"degenerate", bn_degenerate},
         {"large/threads", bn_large_threads}, {"global statistics", bn_global_stats},
-        {"two-phase", bn_two_phase},
+        {"two-phase", bn_two_phase}, {"fused ReLU", bn_fused_relu},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
