@@ -9,7 +9,9 @@
    H100 (every operation, form and option, RMSNorm, the residual, DST_RSTD
    and BatchNorm's two-phase calls included; also under compute-sanitizer
    memcheck). Correct, not yet tuned: 16-bit data reaches a fraction of
-   the bandwidth f32 does (README).
+   the bandwidth f32 does (README). BatchNorm's fused ReLU (NBWD_FUSE_RELU,
+   NBWD_FUSE_ADD_RELU) compiles and passes the host-side checks; its device
+   tests in test_gpu have not run on a GPU yet.
 
    ============================================================================
    COMPILING
@@ -66,7 +68,12 @@
    the one rounding to the data type; its own strides, or diff_src itself)
    and their NBWD_STATS_DST_RSTD form (the forward output dst, rstd, gamma
    and an optional beta; xhat recovered as on the CPU: (dst - beta) *
-   (1 / (gamma + gamma_offset)), 0 where that scale is 0 or subnormal).
+   (1 / (gamma + gamma_offset)), 0 where that scale is 0 or subnormal),
+   and BatchNorm's fused ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU with
+   args.dst and args.diff_src_add, in every call, reduce and apply too: a
+   masking kernel writes the masked diff_dst, with the CPU path's bits,
+   into diff_src_add or, for NBWD_FUSE_RELU, the workspace, before the
+   other kernels read it as their diff_dst).
    Not on the GPU (NBWD_ERR_UNSUPPORTED): strided parameter tensors
    (gamma_strides, diff_gamma_strides, diff_beta_strides of either desc, and
    beta_strides where the DST_RSTD form reads beta) and BatchNorm's [C]
@@ -111,7 +118,8 @@
    ============================================================================
    The *_workspace_size queries return the device scratch size for a
    descriptor (for any choice of outputs; 0 when none is needed, e.g. a
-   LayerNorm without affine). Unlike the CPU path, a call never allocates it:
+   LayerNorm without affine; BatchNorm's NBWD_FUSE_RELU adds room for the
+   masked diff_dst, N * C * spatial elements of the data type). Unlike the CPU path, a call never allocates it:
    a workspace that is NULL or smaller than the query when the query is
    nonzero gives NBWD_ERR_INSUFFICIENT_WORKSPACE. The workspace must not
    overlap any tensor and must not be used by other work until the call's
@@ -325,14 +333,15 @@ static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
 }
 
 /* BatchNorm: per-channel coefficients [5][C] (xm, xs, mean_g, mean_gx,
-   scale) and totals [2][C], then partials [nb][2][C]. NXC: blocks of R rows
+   scale) and totals [2][C], then partials [nb][2][C], then (NBWD_FUSE_RELU)
+   the masked dy, dense row-major over desc->dims. NXC: blocks of R rows
    (of C channels), TX threads across channel chunks x 256/TX row slices.
    NCX: one partial per (channel, nper batch entries). */
 typedef struct nbwdg__bn_cfg {
     int V, TX;
     int64_t rows, inner, chunks; /* rows of `inner` dense elements: NXC M x C, NCX (N*C) x S */
     int64_t R, nper, nb;
-    size_t off_coef, off_tot, off_part, ws_bytes;
+    size_t off_coef, off_tot, off_part, off_mask, ws_bytes;
 } nbwdg__bn_cfg;
 
 /* The device's row (NXC) kernels need dense channels: [N, C] with strided
@@ -366,6 +375,10 @@ static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
     c->off_tot = c->off_coef + nbwdg__round((size_t)p->C * 5 * 4);
     c->off_part = c->off_tot + nbwdg__round((size_t)p->C * 2 * 4);
     c->ws_bytes = c->off_part + nbwdg__round((size_t)c->nb * 2 * (size_t)p->C * 4);
+    if (p->relu == NBWD_FUSE_RELU) { /* ADD_RELU's masked dy lives in args.diff_src_add */
+        c->off_mask = c->ws_bytes;
+        c->ws_bytes += nbwdg__round((size_t)(p->M * p->C) * (p->dt == NBWD_F32 ? 4 : 2));
+    }
 }
 
 static nbwd_status nbwdg__ws_check(size_t need, const void *workspace, size_t bytes) {
@@ -1200,6 +1213,34 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_apply(const __gri
     }
 }
 
+/* The fused ReLU's masked dy (norm_bwd.h's nbwd__bn_mask_rows): dy where
+   the forward output dst > 0, else +0, elementwise over every dim with any
+   strides (o: dy, dst, out), so the BatchNorm kernels above read it as
+   their dy unchanged. The test is on the bits: dst > 0 is a nonzero pattern
+   no greater than +infinity's, `top` (a set sign bit or a NaN is above
+   it), and dy's bits pass unchanged (-0 and NaN too). Templated on the
+   element's size alone (U: 32 or 16 bits; top tells bf16 from f16): two
+   small instances, none of the big kernels. Each element is read and
+   written by one thread, so out may be exactly dy or dst. */
+struct nbwdg__mask_k {
+    nbwd__outer o;
+    const void *dy, *dst;
+    void *out;
+    int64_t total;
+    unsigned top;
+};
+template <typename U>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_mask_kernel(const __grid_constant__ nbwdg__mask_k p) {
+    const U top = (U)p.top;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[NBWD__MAX_T];
+        nbwdg__offsets(p.o, i, off);
+        const U g = ((const U *)p.dy)[off[0]], y = ((const U *)p.dst)[off[1]];
+        ((U *)p.out)[off[2]] = y != 0 && y <= top ? g : (U)0;
+    }
+}
+
 /* ------------------------------------------------------------- host */
 static nbwd_status nbwdg__cuda_fail(const char *what, cudaError_t e) {
     nbwdg__set_error(what, cudaGetErrorName(e), cudaGetErrorString(e));
@@ -1401,6 +1442,42 @@ static void nbwdg__bn_launch_apply(const nbwdg__bn_k &k, cudaStream_t st) {
     nbwdg__bn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
 }
 
+/* The fused ReLU: launches the masking kernel into args.diff_src_add
+   (NBWD_FUSE_ADD_RELU, its strides) or the workspace's dense region
+   (NBWD_FUSE_RELU), then points the kernels' dy there: *dy, and p's dy
+   strides (p.st[1]), which the caller's nbwd__outer_init and alignment
+   checks then see. ws: the aligned workspace base. */
+static nbwd_status nbwdg__bn_mask(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+                                  nbwd__bn_plan &p, const nbwdg__bn_cfg &c, char *ws, cudaStream_t st,
+                                  const void **dy) {
+    const int add = p.relu == NBWD_FUSE_ADD_RELU;
+    int64_t s3[3][NBWD_MAX_RANK];
+    nbwdg__mask_k k;
+    cudaError_t e;
+    int d;
+    memset(&k, 0, sizeof k);
+    k.out = add ? args->diff_src_add : (void *)(ws + c.off_mask - NBWDG__ALIGN);
+    nbwd__strides(p.rank, desc->dims, add ? p.st[4] : NULL, s3[2]);
+    for (d = 0; d < p.rank; ++d) {
+        s3[0][d] = p.st[1][d];
+        s3[1][d] = p.st[3][d];
+    }
+    /* every dim an outer one: dims dense in all three merge (a dense
+       problem is one flat index, no division) */
+    nbwd__outer_init(&k.o, p.rank, desc->dims, 3, s3);
+    k.dy = args->diff_dst;
+    k.dst = args->dst;
+    k.total = p.M * p.C;
+    k.top = p.dt == NBWD_F32 ? 0x7F800000u : p.dt == NBWD_BF16 ? 0x7F80u : 0x7C00u;
+    const unsigned grid = nbwdg__grid(nbwdg__cdiv(k.total, NBWDG__BN_THREADS));
+    if (p.dt == NBWD_F32) nbwdg__bn_mask_kernel<uint32_t><<<grid, NBWDG__BN_THREADS, 0, st>>>(k);
+    else nbwdg__bn_mask_kernel<uint16_t><<<grid, NBWDG__BN_THREADS, 0, st>>>(k);
+    if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm ReLU kernel launch", e);
+    for (d = 0; d < p.rank; ++d) p.st[1][d] = s3[2][d];
+    *dy = k.out;
+    return NBWD_OK;
+}
+
 /* The plain call (sums NULL) and the two phases: reduce (phase 1: the
    plain call's reduction, its combine writing the f32 sums that args carries
    as diff_gamma/diff_beta; no finish, no dx) and apply (phase 2: no
@@ -1415,6 +1492,8 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
     cudaError_t e;
     cudaStream_t st = (cudaStream_t)stream;
     const unsigned cgrid = nbwdg__grid(nbwdg__cdiv(p.C, 256));
+    const int compute = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma);
+    const void *dy = args->diff_dst;
     if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     if (p.M == 0 && args->diff_gamma && !p.accumulate && p.C > 0 && phase != 2) { /* empty batch: empty sums */
@@ -1422,14 +1501,19 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         if ((e = cudaMemsetAsync(args->diff_gamma, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
         if ((e = cudaMemsetAsync(args->diff_beta, 0, pb, st)) != cudaSuccess) return nbwdg__cuda_fail("cudaMemsetAsync", e);
     }
-    if (p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma)) {
+    /* The fused ReLU first: ADD_RELU's diff_src_add is an output of every
+       call (reduce's too), even one that computes nothing else; RELU's
+       workspace copy only matters to the kernels below. */
+    if (p.relu && p.M > 0 && p.C > 0 && (compute || p.relu == NBWD_FUSE_ADD_RELU))
+        if ((s = nbwdg__bn_mask(desc, args, p, c, nbwdg__ws_base(workspace), st, &dy)) != NBWD_OK) return s;
+    if (compute) {
         nbwdg__bn_k k;
         const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
         char *ws = nbwdg__ws_base(workspace);
         memset(&k, 0, sizeof k);
         nbwd__outer_init(&k.o, nbwdg__bn_rows_alg(&p) ? p.rank - 1 : 2, desc->dims, 3, p.st);
         k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
-        k.dy = args->diff_dst;
+        k.dy = dy; /* diff_dst, or the fused ReLU's masked copy (p.st[1] its strides) */
         k.dx = args->diff_src;
         k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean;
         k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
