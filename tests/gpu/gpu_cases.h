@@ -157,8 +157,20 @@ static void nbwdt_bn_base(nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args 
     a->gamma = b + 13312; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
 }
 
+/* The fused ReLU on the BatchNorm base problem: dst at 16384 (room for a
+   channel stride 2), diff_src_add at 24576. */
+#define NBWDT_BN_DST 16384
+#define NBWDT_BN_ADD 24576
+static void nbwdt_bn_relu(nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, char *b, unsigned flag) {
+    d->flags |= flag;
+    a->dst = b + NBWDT_BN_DST;
+    if (flag == NBWD_FUSE_ADD_RELU) a->diff_src_add = b + NBWDT_BN_ADD;
+}
+
 static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, char *b, const char **name) {
     static const int64_t bad_inner[3] = {12, 4, 2}, padded[3] = {16, 4, 1}, ncx_bad[3] = {12, 4, 2};
+    static const int64_t chan2[3] = {24, 8, 2}, self_overlap[3] = {12, 2, 1}, nc_chan2[2] = {8, 2};
+    const unsigned R = NBWD_FUSE_RELU, AR = NBWD_FUSE_ADD_RELU;
     switch (i) {
     case 0: *name = "valid NXC"; return 1;
     case 1: *name = "desc NULL"; return 3;
@@ -190,6 +202,55 @@ static int nbwdt_bn_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd
     case 25: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
     case 26: *name = "strided gamma (GPU: unsupported)"; { static const int64_t two[1] = {2}; d->gamma_strides = two; }
         return 1 | NBWDT_GPU_UNSUPPORTED;
+    /* the fused ReLU: dst (and ADD_RELU's diff_src_add) with its flag */
+    case 27: *name = "fused ReLU (valid)"; nbwdt_bn_relu(d, a, b, R); return 1;
+    case 28: *name = "fused add+ReLU (valid)"; nbwdt_bn_relu(d, a, b, AR); return 1;
+    case 29: *name = "both ReLU flags"; nbwdt_bn_relu(d, a, b, AR); d->flags |= R; return 1;
+    case 30: *name = "ReLU, dst NULL"; nbwdt_bn_relu(d, a, b, R); a->dst = NULL; return 1;
+    case 31: *name = "add+ReLU, dst NULL"; nbwdt_bn_relu(d, a, b, AR); a->dst = NULL; return 1;
+    case 32: *name = "add+ReLU, diff_src_add NULL"; nbwdt_bn_relu(d, a, b, AR); a->diff_src_add = NULL; return 1;
+    case 33: *name = "dst without a ReLU flag"; a->dst = b + NBWDT_BN_DST; return 1;
+    case 34: *name = "diff_src_add without a ReLU flag"; a->diff_src_add = b + NBWDT_BN_ADD; return 1;
+    case 35: *name = "diff_src_add with NBWD_FUSE_RELU"; nbwdt_bn_relu(d, a, b, R); a->diff_src_add = b + NBWDT_BN_ADD;
+        return 1;
+    case 36: *name = "add+ReLU in place diff_src_add == diff_dst (valid)"; nbwdt_bn_relu(d, a, b, AR);
+        a->diff_src_add = b + 4096; return 1;
+    case 37: *name = "add+ReLU in place diff_src_add == dst (valid)"; nbwdt_bn_relu(d, a, b, AR);
+        a->diff_src_add = b + NBWDT_BN_DST; return 1;
+    case 38: *name = "ReLU in place diff_src == dst (valid)"; nbwdt_bn_relu(d, a, b, R); a->diff_src = b + NBWDT_BN_DST;
+        return 1;
+    case 39: *name = "add+ReLU, diff_src_add overlaps diff_dst partly"; nbwdt_bn_relu(d, a, b, AR);
+        a->diff_src_add = b + 4096 + 4; return 1;
+    case 40: *name = "add+ReLU, diff_src_add == diff_src"; nbwdt_bn_relu(d, a, b, AR); a->diff_src_add = b + 8192;
+        return 1;
+    case 41: *name = "ReLU, dst over diff_gamma"; nbwdt_bn_relu(d, a, b, R); a->dst = b + 14336 - 64; return 1;
+    case 42: *name = "add+ReLU, diff_src_add == dst, but other strides"; nbwdt_bn_relu(d, a, b, AR);
+        a->diff_src_add = b + NBWDT_BN_DST; d->dst_strides = chan2; return 1;
+    case 43: *name = "add+ReLU, diff_src_add with channel stride 2"; nbwdt_bn_relu(d, a, b, AR);
+        d->diff_src_add_strides = chan2; return 1;
+    case 44: *name = "add+ReLU, diff_src_add overlapping itself"; nbwdt_bn_relu(d, a, b, AR);
+        d->diff_src_add_strides = self_overlap; return 1;
+    case 45: *name = "ReLU, dst with channel stride 2 (valid: read elementwise)"; nbwdt_bn_relu(d, a, b, R);
+        d->dst_strides = chan2; return 1;
+    case 46: *name = "ReLU, diff_dst with channel stride 2 (valid: the kernels read the masked copy)";
+        nbwdt_bn_relu(d, a, b, R); d->diff_dst_strides = chan2; return 1;
+    case 47: *name = "add+ReLU, diff_dst with channel stride 2 (valid)"; nbwdt_bn_relu(d, a, b, AR);
+        d->diff_dst_strides = chan2; return 1;
+    case 48: *name = "add+ReLU, diff_src_add padded (valid)"; nbwdt_bn_relu(d, a, b, AR);
+        d->diff_src_add_strides = padded; return 1;
+    case 49: *name = "ReLU, empty batch, dst NULL (valid)"; nbwdt_bn_relu(d, a, b, R); d->dims[0] = 0; a->dst = NULL;
+        return 1;
+    case 50: *name = "add+ReLU, diff_src_add alone (valid)"; nbwdt_bn_relu(d, a, b, AR);
+        a->diff_src = a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 51: *name = "ReLU NCX, global statistics, bf16 (valid)"; nbwdt_bn_relu(d, a, b, R); d->layout = NBWD_NCX;
+        d->flags |= NBWD_USE_GLOBAL_STATS; d->data_dtype = NBWD_BF16; return 1;
+    case 52: *name = "add+ReLU [N, C], diff_src_add with channel stride 2 (valid: gathered)"; d->rank = 2;
+        nbwdt_bn_relu(d, a, b, AR); d->diff_src_add_strides = nc_chan2; return 1;
+    case 53: *name = "add+ReLU with strided gamma (GPU: unsupported)"; nbwdt_bn_relu(d, a, b, AR);
+        { static const int64_t two[1] = {2}; d->gamma_strides = two; }
+        return 1 | NBWDT_GPU_UNSUPPORTED;
+    case 54: *name = "ReLU with accumulate, f16 (valid)"; nbwdt_bn_relu(d, a, b, R);
+        d->flags |= NBWD_ACCUMULATE_PARAM_GRADS; d->data_dtype = NBWD_F16; return 1;
     default: return 0;
     }
 }
@@ -212,7 +273,8 @@ static int nbwdt_bn2_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bw
     *sdy = (float *)(b + NBWDT_SUM_DY);
     *sdyx = (float *)(b + NBWDT_SUM_DYX);
     *count = 6;
-    if (i < 20 || i == 40 || i == 41) a->diff_src = a->diff_gamma = a->diff_beta = NULL; /* reduce */
+    if (i < 20 || (i >= 40 && i <= 41) || (i >= 43 && i <= 48))
+        a->diff_src = a->diff_gamma = a->diff_beta = NULL; /* reduce */
     switch (i) {
     case 0: *name = "reduce (valid)"; return 1 | R;
     case 1: *name = "reduce, desc NULL"; return 3 | R;
@@ -266,6 +328,26 @@ static int nbwdt_bn2_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bw
     case 38: *name = "apply, zeroed desc stamp"; d->init_stamp = 0; return 1 | A;
     case 39: *name = "apply, strided gamma (GPU: unsupported)"; d->gamma_strides = two;
         return 1 | A | NBWDT_GPU_UNSUPPORTED;
+    /* the fused ReLU: reduce writes diff_src_add too, and needs it */
+    case 43: *name = "reduce, add+ReLU (valid)"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU); return 1 | R;
+    case 44: *name = "reduce, add+ReLU, diff_src_add NULL"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU);
+        a->diff_src_add = NULL; return 1 | R;
+    case 45: *name = "reduce, ReLU (valid)"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_RELU); return 1 | R;
+    case 46: *name = "reduce, ReLU, dst NULL"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_RELU); a->dst = NULL; return 1 | R;
+    case 47: *name = "reduce, add+ReLU, diff_src_add over sum_dy"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU);
+        a->diff_src_add = b + NBWDT_SUM_DY; return 1 | R;
+    case 48: *name = "reduce, add+ReLU in place diff_src_add == diff_dst, NCX (valid)";
+        nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU); a->diff_src_add = b + 4096; d->layout = NBWD_NCX; return 1 | R;
+    case 49: *name = "apply, add+ReLU (valid)"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU); return 1 | A;
+    case 50: *name = "apply, add+ReLU, diff_src_add NULL"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU);
+        a->diff_src_add = NULL; return 1 | A;
+    case 51: *name = "apply, ReLU in place diff_src == dst (valid)"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_RELU);
+        a->diff_src = b + NBWDT_BN_DST; return 1 | A;
+    case 52: *name = "apply, add+ReLU, diff_src_add over sum_dy_xhat"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU);
+        a->diff_src_add = b + NBWDT_SUM_DYX - 8; return 1 | A;
+    case 53: *name = "apply, add+ReLU, global statistics, dx alone (valid)"; nbwdt_bn_relu(d, a, b, NBWD_FUSE_ADD_RELU);
+        d->flags |= NBWD_USE_GLOBAL_STATS; a->diff_gamma = a->diff_beta = NULL; return 1 | A;
+    case 54: *name = "apply, dst without a ReLU flag"; a->dst = b + NBWDT_BN_DST; return 1 | A;
     default: return 0;
     }
 }
@@ -499,6 +581,33 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, gpu_arena + NBWDT_GPU_WS_OFF, need - 1, NULL) ==
                         NBWD_ERR_INSUFFICIENT_WORKSPACE,
                     "BatchNorm: workspace one byte short");
+        { /* the fused ReLU: NBWD_FUSE_RELU stages the masked diff_dst (24
+             elements) in the workspace, NBWD_FUSE_ADD_RELU in diff_src_add */
+            nbwd_batch_norm_bwd_desc rd = bd;
+            nbwd_batch_norm_bwd_args ra = ba;
+            size_t rneed = 0;
+            nbwd_status s;
+            nbwdt_bn_relu(&rd, &ra, gpu_arena, NBWD_FUSE_RELU);
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_workspace_size(&rd, &rneed) == NBWD_OK && rneed >= need + 24 * 4,
+                        "BatchNorm workspace query: NBWD_FUSE_RELU adds room for the masked diff_dst");
+            nbwdt_check(nbwd_gpu_batch_norm_bwd(&rd, &ra, gpu_arena + NBWDT_GPU_WS_OFF, rneed - 1, NULL) ==
+                            NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "BatchNorm ReLU: workspace one byte short");
+            s = nbwd_gpu_batch_norm_bwd(&rd, &ra, gpu_arena + NBWDT_GPU_WS_OFF, rneed, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status, "BatchNorm ReLU: the queried workspace");
+            ra.diff_src = ra.diff_gamma = ra.diff_beta = NULL;
+            nbwdt_check(nbwd_gpu_batch_norm_bwd(&rd, &ra, gpu_arena + NBWDT_GPU_WS_OFF, rneed - 1, NULL) ==
+                            NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "BatchNorm ReLU without outputs: the workspace is still checked (as every call)");
+            rd.flags = NBWD_FUSE_ADD_RELU;
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_workspace_size(&rd, &rneed) == NBWD_OK && rneed == need,
+                        "BatchNorm workspace query: NBWD_FUSE_ADD_RELU needs no more (diff_src_add holds the masked "
+                        "diff_dst)");
+            rd.dims[0] = 0;
+            nbwdt_check(nbwd_gpu_batch_norm_bwd_workspace_size(&rd, &rneed) == NBWD_OK && rneed == 0,
+                        "BatchNorm workspace query: an empty batch with the fused ReLU needs none");
+        }
         {
             float *sdy = (float *)(gpu_arena + NBWDT_SUM_DY), *sdyx = (float *)(gpu_arena + NBWDT_SUM_DYX);
             nbwd_batch_norm_bwd_args ra = ba;
