@@ -34,9 +34,12 @@ static int arena_all_canary(const arena *a) {
     return 1;
 }
 
-enum { A_X, A_DY, A_M, A_V, A_G, A_B, A_DX, A_DG, A_DB, A_COUNT };
-static const char *const k_arena_names[A_COUNT] = {"src", "diff_dst", "mean", "variance", "gamma",
-                                                     "beta", "diff_src", "diff_gamma", "diff_beta"};
+/* inputs before A_DX, outputs from it; dst and diff_src_add: BatchNorm's
+   fused ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU) */
+enum { A_X, A_DY, A_M, A_V, A_G, A_B, A_DST, A_DX, A_DG, A_DB, A_DSA, A_COUNT };
+static const char *const k_arena_names[A_COUNT] = {"src",      "diff_dst",   "mean",      "variance",
+                                                     "gamma",    "beta",       "dst",       "diff_src",
+                                                     "diff_gamma", "diff_beta", "diff_src_add"};
 static arena g_ar[A_COUNT];
 static unsigned char *g_in_snap[A_COUNT];
 
@@ -52,6 +55,11 @@ static void fixture_reset(void) {
     arena_fill_floats(&g_ar[A_V], 256, 1.5); /* > 0: valid variance / rstd / std */
     arena_fill_floats(&g_ar[A_G], 256, 1.0);
     arena_fill_floats(&g_ar[A_B], 256, 0.0);
+    { /* the fused ReLU's forward output: positive, +0, -0 and negative, in another pattern than dy's */
+        float *y = (float *)g_ar[A_DST].base;
+        int i;
+        for (i = 0; i < 1024; ++i) y[i] = i % 11 == 5 ? -0.0f : 0.25f * (float)((i * 3 + 1) % 7) - 0.5f;
+    }
 }
 
 static void fixture_free(void) {
@@ -715,6 +723,431 @@ static void bn_two_phase_status(nbwd_layout L) {
 #undef BN_REDUCE_ARGS
 }
 
+/* ------------------------------------------- BatchNorm: the fused ReLU */
+/* bn_valid's call with NBWD_FUSE_RELU (args.dst) or NBWD_FUSE_ADD_RELU
+   (args.dst and args.diff_src_add) */
+#define BN_TOTAL 40 /* bn_valid's N * C * X */
+static void bn_relu(nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bwd_args *a, nbwd_layout L, unsigned flag) {
+    bn_valid(d, a, L);
+    d->flags = flag;
+    a->dst = g_ar[A_DST].base;
+    if (flag == NBWD_FUSE_ADD_RELU) a->diff_src_add = g_ar[A_DSA].base;
+}
+/* The last refusal's message names `needle`. */
+static void bn_msg(const char *what, const char *needle) {
+    CHECK(strstr(nbwd_last_error(), needle) != NULL, "%s: the message does not name \"%s\": %s", what, needle,
+          nbwd_last_error());
+}
+/* The fixture's masked dy (dense): dy where dst > 0, else +0. */
+static void bn_masked_dy(float *out) {
+    const float *dy = (const float *)g_ar[A_DY].base, *dst = (const float *)g_ar[A_DST].base;
+    int i;
+    for (i = 0; i < BN_TOTAL; ++i) out[i] = dst[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+static void bn_relu_status_cases(nbwd_layout L) {
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    int64_t st_inner2_ncx[3] = {40, 10, 2}, st_inner2_nxc[3] = {40, 8, 2};
+    int64_t st_n0_ncx[3] = {0, 5, 1}, st_n0_nxc[3] = {0, 4, 1};
+    int64_t st_pad_ncx[3] = {30, 7, 1}, st_pad_nxc[3] = {40, 6, 1};
+    int64_t st_huge_ncx[3] = {INT64_MAX / 2, 5, 1}, st_huge_nxc[3] = {INT64_MAX / 2, 4, 1};
+    const int64_t *st_inner2 = L == NBWD_NCX ? st_inner2_ncx : st_inner2_nxc;
+    const int64_t *st_n0 = L == NBWD_NCX ? st_n0_ncx : st_n0_nxc;
+    const int64_t *st_pad = L == NBWD_NCX ? st_pad_ncx : st_pad_nxc;
+    const int64_t *st_huge = L == NBWD_NCX ? st_huge_ncx : st_huge_nxc;
+    const unsigned R = NBWD_FUSE_RELU, AR = NBWD_FUSE_ADD_RELU;
+    size_t need = 0;
+    const char *w;
+
+    bn_relu(&d, &a, L, R); bn_expect("FUSE_RELU (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, AR); bn_expect("FUSE_ADD_RELU (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, R); d.flags |= NBWD_USE_GLOBAL_STATS | NBWD_ACCUMULATE_PARAM_GRADS;
+    bn_expect("FUSE_RELU with USE_GLOBAL_STATS and ACCUMULATE (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+
+    /* a field without its flag, the other flag's field, both flags */
+    bn_valid(&d, &a, L); a.dst = g_ar[A_DST].base;
+    bn_expect(w = "args.dst without a relu flag", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0); bn_msg(w, "args.dst");
+    bn_valid(&d, &a, L); a.diff_src_add = g_ar[A_DSA].base;
+    bn_expect(w = "args.diff_src_add without a relu flag", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_msg(w, "args.diff_src_add");
+    bn_valid(&d, &a, L); d.flags = NBWD_USE_GLOBAL_STATS | NBWD_ACCUMULATE_PARAM_GRADS;
+    a.dst = g_ar[A_DST].base; a.diff_src_add = g_ar[A_DSA].base;
+    bn_expect(w = "dst and diff_src_add with the other flags alone", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, R); a.diff_src_add = g_ar[A_DSA].base;
+    bn_expect(w = "args.diff_src_add with FUSE_RELU", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    bn_msg(w, "args.diff_src_add");
+    bn_relu(&d, &a, L, AR); d.flags |= R;
+    bn_expect(w = "FUSE_RELU and FUSE_ADD_RELU together", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_msg(w, "NBWD_FUSE_RELU and NBWD_FUSE_ADD_RELU");
+    bn_relu(&d, &a, L, R); d.flags |= AR;
+    bn_expect("FUSE_RELU and FUSE_ADD_RELU together, diff_src_add NULL", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    bn_relu(&d, &a, L, AR); d.flags |= 16u;
+    bn_expect("FUSE_ADD_RELU and flags bit 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+
+    /* the required pointers */
+    bn_relu(&d, &a, L, R); a.dst = NULL;
+    bn_expect(w = "FUSE_RELU, dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0); bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, AR); a.dst = NULL;
+    bn_expect(w = "FUSE_ADD_RELU, dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0); bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = NULL;
+    bn_expect(w = "FUSE_ADD_RELU, diff_src_add NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_msg(w, "args.diff_src_add");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = NULL; a.diff_src = a.diff_gamma = a.diff_beta = NULL;
+    bn_expect("FUSE_ADD_RELU, diff_src_add NULL and no other output", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_relu(&d, &a, L, AR); a.dst = NULL; a.diff_src_add = NULL;
+    bn_expect(w = "FUSE_ADD_RELU, dst and diff_src_add NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, R); d.dims[0] = 0; a.dst = NULL;
+    bn_expect("FUSE_RELU, empty batch, dst NULL (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, AR); d.dims[0] = 0; a.dst = NULL; a.diff_src_add = NULL;
+    bn_expect("FUSE_ADD_RELU, empty batch, dst and diff_src_add NULL (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, AR); a.diff_src = a.diff_gamma = a.diff_beta = NULL;
+    bn_expect("FUSE_ADD_RELU, diff_src_add the only output (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+
+    /* strides: dst and (with a relu flag) diff_dst any; diff_src_add's block dense, no self-overlap */
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_inner2;
+    bn_expect(w = "diff_src_add normalized block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_msg(w, "desc.diff_src_add_strides");
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_n0;
+    bn_expect(w = "diff_src_add batch stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    bn_msg(w, "desc.diff_src_add_strides");
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_huge;
+    bn_expect(w = "diff_src_add stride INT64_MAX/2: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_msg(w, "desc.diff_src_add_strides");
+    bn_relu(&d, &a, L, R); d.dst_strides = st_huge;
+    bn_expect(w = "dst stride INT64_MAX/2: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_msg(w, "desc.dst_strides");
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_pad;
+    bn_expect("diff_src_add padded outer strides (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, R); d.dst_strides = st_inner2;
+    bn_expect("dst normalized block not dense (any strides: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, AR); d.dst_strides = st_n0;
+    bn_expect("dst batch stride 0 (input: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_valid(&d, &a, L); d.diff_dst_strides = st_inner2;
+    bn_expect("diff_dst normalized block not dense, no relu flag", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    bn_relu(&d, &a, L, R); d.diff_dst_strides = st_inner2;
+    bn_expect("FUSE_RELU, diff_dst block not dense (masked first: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, AR); d.diff_dst_strides = st_inner2;
+    bn_expect("FUSE_ADD_RELU, diff_dst block not dense (masked first: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_valid(&d, &a, L); d.dst_strides = st_huge; d.diff_src_add_strides = st_inner2;
+    bn_expect("dst/diff_src_add strides without a relu flag (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    bn_relu(&d, &a, L, R); d.diff_src_add_strides = st_inner2;
+    bn_expect("diff_src_add strides with FUSE_RELU (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+
+    /* aliasing: diff_src_add may be exactly diff_dst or dst, diff_src exactly dst */
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (char *)g_ar[A_DY].base + 8;
+    bn_expect(w = "diff_src_add = diff_dst + 2 elements", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_src_add shares bytes with args.diff_dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.diff_dst; d.diff_src_add_strides = st_pad;
+    bn_expect("diff_src_add same base as diff_dst, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (char *)g_ar[A_DST].base + 4;
+    bn_expect(w = "diff_src_add = dst + 1 element", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_src_add shares bytes with args.dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.dst; d.dst_strides = st_pad;
+    bn_expect("diff_src_add same base as dst, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.src;
+    bn_expect(w = "diff_src_add == src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_src_add shares bytes with args.src");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = a.diff_src;
+    bn_expect(w = "diff_src_add == diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "diff_src_add");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (char *)g_ar[A_DX].base + 4 * 20;
+    bn_expect("diff_src_add overlapping diff_src's second half", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.diff_dst; a.diff_src = (void *)a.diff_dst;
+    bn_expect("diff_src_add == diff_src == diff_dst", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.dst; a.diff_src = (void *)a.dst;
+    bn_expect("diff_src_add == diff_src == dst", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, AR); a.diff_gamma = (char *)g_ar[A_DSA].base + 4 * 3;
+    bn_expect(w = "diff_gamma inside diff_src_add", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "diff_src_add");
+    bn_relu(&d, &a, L, AR); a.mean = (const char *)g_ar[A_DSA].base + 4 * 8;
+    bn_expect(w = "mean inside diff_src_add", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_src_add shares bytes with args.mean");
+    bn_relu(&d, &a, L, R); a.diff_src = (char *)g_ar[A_DST].base + 8;
+    bn_expect(w = "diff_src = dst + 2 elements", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_src shares bytes with args.dst");
+    bn_relu(&d, &a, L, R); a.diff_src = (void *)a.dst; d.diff_src_strides = st_pad;
+    bn_expect("diff_src same base as dst, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, R); a.diff_gamma = (char *)g_ar[A_DST].base + 4 * 10;
+    bn_expect(w = "diff_gamma inside dst", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_msg(w, "args.diff_gamma shares bytes with args.dst");
+    bn_relu(&d, &a, L, R); a.diff_beta = (char *)g_ar[A_DST].base + 4 * 36;
+    bn_expect("diff_beta overlapping dst's end", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    bn_relu(&d, &a, L, R); a.dst = a.diff_dst;
+    bn_expect("dst == diff_dst (two inputs: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.diff_dst;
+    bn_expect("diff_src_add == diff_dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.dst;
+    bn_expect("diff_src_add == dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, R); a.diff_src = (void *)a.dst;
+    bn_expect("diff_src == dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src = (void *)a.dst; a.diff_src_add = (void *)a.diff_dst;
+    bn_expect("diff_src == dst, diff_src_add == diff_dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, AR); a.diff_src = (void *)a.diff_dst; a.diff_src_add = (void *)a.dst;
+    bn_expect("diff_src == diff_dst, diff_src_add == dst (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = d.diff_dst_strides = st_pad;
+    a.diff_src_add = (void *)a.diff_dst;
+    bn_expect("diff_src_add == diff_dst, both padded (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+
+    /* workspace: refused before anything, diff_src_add included, is written */
+    bn_relu(&d, &a, L, R);
+    t_case("BN status: FUSE_RELU workspace query (%s)", L == NBWD_NCX ? "NCX" : "NXC");
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    CHECK(need >= BN_TOTAL * 4, "FUSE_RELU's workspace of %zu bytes cannot hold the masked diff_dst", need);
+    if (need > 0) {
+        unsigned char *ws = (unsigned char *)t_xmalloc(need + 64);
+        bn_expect("FUSE_RELU, workspace one byte short", &d, &a, ws, need - 1, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        bn_expect("FUSE_RELU, workspace exactly the queried size", &d, &a, ws, need, NBWD_OK, 0);
+        free(ws);
+    }
+    bn_relu(&d, &a, L, AR);
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0) {
+        unsigned char *ws = (unsigned char *)t_xmalloc(need + 64);
+        bn_expect("FUSE_ADD_RELU, workspace one byte short", &d, &a, ws, need - 1, NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                  0);
+        free(ws);
+        bn_relu(&d, &a, L, AR);
+        g_malloc_fail = 1;
+        bn_expect("FUSE_ADD_RELU, NULL workspace and the allocation fails", &d, &a, NULL, 0,
+                  NBWD_ERR_OUT_OF_MEMORY, 0);
+        g_malloc_fail = 0;
+    }
+    {
+        nbwd_isa bad = unsupported_isa();
+        if (bad != NBWD_ISA_AUTO) {
+            bn_relu(&d, &a, L, AR); d.isa = bad;
+            bn_expect("FUSE_ADD_RELU, desc.isa not supported here", &d, &a, NULL, 0, NBWD_ERR_UNSUPPORTED, 0);
+        }
+    }
+}
+
+/* The values of the accepted calls: each equals the plain call on the
+   masked diff_dst (bit for bit: the same kernels on the same dense dy), and
+   diff_src_add holds the masked diff_dst; the allowed aliases change
+   nothing. Plain call and the two-phase calls, training and frozen
+   statistics. */
+static void bn_relu_values(nbwd_layout L) {
+    /* where diff_src_add / diff_src go: own arena, dst, diff_dst, none */
+    enum { OWN, AT_DST, AT_DY, NONE };
+    static const struct { unsigned flag; int dsa, dx; const char *name; } v[] = {
+        {NBWD_FUSE_RELU, NONE, OWN, "FUSE_RELU"},
+        {NBWD_FUSE_ADD_RELU, OWN, OWN, "FUSE_ADD_RELU"},
+        {NBWD_FUSE_ADD_RELU, AT_DY, OWN, "FUSE_ADD_RELU, diff_src_add == diff_dst"},
+        {NBWD_FUSE_ADD_RELU, AT_DST, OWN, "FUSE_ADD_RELU, diff_src_add == dst"},
+        {NBWD_FUSE_RELU, NONE, AT_DST, "FUSE_RELU, diff_src == dst"},
+        {NBWD_FUSE_RELU, NONE, AT_DY, "FUSE_RELU, diff_src == diff_dst"},
+        {NBWD_FUSE_ADD_RELU, AT_DY, AT_DST, "FUSE_ADD_RELU, diff_src == dst, diff_src_add == diff_dst"},
+        {NBWD_FUSE_ADD_RELU, AT_DST, AT_DY, "FUSE_ADD_RELU, diff_src == diff_dst, diff_src_add == dst"},
+        {NBWD_FUSE_ADD_RELU, OWN, NONE, "FUSE_ADD_RELU, diff_src_add alone"},
+    };
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    float masked[BN_TOTAL], dy0[BN_TOTAL], dst0[BN_TOTAL], dx_ref[BN_TOTAL], dg_ref[4], db_ref[4];
+    float sums_ref[8], *sums = (float *)g_ar[A_DB].base + 512;
+    int64_t count;
+    int k, global, two, i, zeroed = 0, kept = 0;
+    for (global = 0; global < 2; ++global) {
+        unsigned gflag = global ? NBWD_USE_GLOBAL_STATS : 0u;
+        /* the reference: the plain call (no flag) on the masked dy */
+        bn_valid(&d, &a, L);
+        bn_masked_dy(masked);
+        memcpy(dy0, g_ar[A_DY].base, sizeof dy0);
+        memcpy(dst0, g_ar[A_DST].base, sizeof dst0);
+        for (i = 0; i < BN_TOTAL; ++i) {
+            zeroed += dy0[i] != 0.0f && masked[i] == 0.0f;
+            kept += masked[i] != 0.0f;
+        }
+        memcpy(g_ar[A_DY].base, masked, sizeof masked);
+        d.flags = gflag;
+        t_case("BN relu values: reference (%s%s)", L == NBWD_NCX ? "NCX" : "NXC", global ? ", global stats" : "");
+        CHECK(zeroed > 0 && kept > 0, "the fixture's mask clears %d and keeps %d elements", zeroed, kept);
+        CHECK_STATUS(nbwd_batch_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        memcpy(dx_ref, g_ar[A_DX].base, sizeof dx_ref);
+        memcpy(dg_ref, g_ar[A_DG].base, sizeof dg_ref);
+        memcpy(db_ref, g_ar[A_DB].base, sizeof db_ref);
+        bn_valid(&d, &a, L);
+        memcpy(g_ar[A_DY].base, masked, sizeof masked);
+        a.diff_src = a.diff_gamma = a.diff_beta = NULL;
+        CHECK_STATUS(nbwd_batch_norm_bwd_reduce(&d, &a, sums, sums + 4, &count, NULL, 0), NBWD_OK);
+        memcpy(sums_ref, sums, sizeof sums_ref);
+        for (two = 0; two < 2; ++two)
+            for (k = 0; k < (int)(sizeof v / sizeof v[0]); ++k) {
+                float *dsa_at, *dx_at;
+                nbwd_status s;
+                bn_relu(&d, &a, L, v[k].flag);
+                d.flags |= gflag;
+                a.diff_src_add = v[k].dsa == OWN ? g_ar[A_DSA].base : v[k].dsa == AT_DY ? (void *)a.diff_dst
+                                 : v[k].dsa == AT_DST ? (void *)a.dst : NULL;
+                a.diff_src = v[k].dx == OWN ? g_ar[A_DX].base : v[k].dx == AT_DY ? (void *)a.diff_dst
+                             : v[k].dx == AT_DST ? (void *)a.dst : NULL;
+                if (!a.diff_src) a.diff_gamma = a.diff_beta = NULL;
+                dsa_at = (float *)a.diff_src_add;
+                dx_at = (float *)a.diff_src;
+                t_case("BN relu values: %s (%s%s%s)", v[k].name, L == NBWD_NCX ? "NCX" : "NXC",
+                       global ? ", global stats" : "", two ? ", reduce + apply" : "");
+                if (two) {
+                    nbwd_batch_norm_bwd_args r = a;
+                    r.diff_src = r.diff_gamma = r.diff_beta = NULL;
+                    count = -1;
+                    s = nbwd_batch_norm_bwd_reduce(&d, &r, sums, sums + 4, &count, NULL, 0);
+                    CHECK_STATUS(s, NBWD_OK);
+                    CHECK(count == 10 && memcmp(sums, sums_ref, sizeof sums_ref) == 0,
+                          "reduce's sums (count %lld) differ from the plain reduce on the masked diff_dst",
+                          (long long)count);
+                    if (dsa_at)
+                        CHECK(memcmp(dsa_at, masked, sizeof masked) == 0, "reduce: diff_src_add is not the masked dy");
+                    if (v[k].dsa == AT_DST) continue; /* reduce overwrote dst: apply's mask would differ */
+                    if (s == NBWD_OK) s = nbwd_batch_norm_bwd_apply(&d, &a, sums, sums + 4, count, NULL, 0);
+                } else {
+                    s = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
+                }
+                CHECK_STATUS(s, NBWD_OK);
+                if (dx_at) {
+                    CHECK(memcmp(dx_at, dx_ref, sizeof dx_ref) == 0, "diff_src differs from the plain call's on the "
+                                                                     "masked diff_dst");
+                    CHECK(memcmp(g_ar[A_DG].base, dg_ref, sizeof dg_ref) == 0 &&
+                              memcmp(g_ar[A_DB].base, db_ref, sizeof db_ref) == 0,
+                          "diff_gamma/diff_beta differ from the plain call's on the masked diff_dst");
+                } else {
+                    CHECK(arena_all_canary(&g_ar[A_DX]) && arena_all_canary(&g_ar[A_DG]),
+                          "diff_src or diff_gamma written without being asked for");
+                }
+                if (dsa_at) CHECK(memcmp(dsa_at, masked, sizeof masked) == 0, "diff_src_add is not the masked dy");
+                else CHECK(arena_all_canary(&g_ar[A_DSA]), "diff_src_add's memory written with FUSE_RELU");
+                if (v[k].dsa != AT_DY && v[k].dx != AT_DY)
+                    CHECK(memcmp(g_ar[A_DY].base, dy0, sizeof dy0) == 0, "diff_dst modified");
+                if (v[k].dsa != AT_DST && v[k].dx != AT_DST)
+                    CHECK(memcmp(g_ar[A_DST].base, dst0, sizeof dst0) == 0, "dst modified");
+            }
+    }
+}
+
+/* The two-phase calls with the fused ReLU: the same refusals (reduce takes
+   dst, and diff_src_add with FUSE_ADD_RELU, as every call does). */
+static void bn_relu_two_phase_status(nbwd_layout L) {
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_args a;
+    float *sdy = (float *)g_ar[A_DB].base, *sdyx = (float *)g_ar[A_DG].base;
+    int64_t st_inner2_ncx[3] = {40, 10, 2}, st_inner2_nxc[3] = {40, 8, 2};
+    int64_t st_n0_ncx[3] = {0, 5, 1}, st_n0_nxc[3] = {0, 4, 1};
+    const int64_t *st_inner2 = L == NBWD_NCX ? st_inner2_ncx : st_inner2_nxc;
+    const int64_t *st_n0 = L == NBWD_NCX ? st_n0_ncx : st_n0_nxc;
+    const unsigned R = NBWD_FUSE_RELU, AR = NBWD_FUSE_ADD_RELU;
+    int64_t count = -7;
+    size_t need = 0;
+    float masked[BN_TOTAL];
+    const char *w;
+#define BN_RELU_REDUCE(flag)                                                                                          \
+    do {                                                                                                              \
+        bn_relu(&d, &a, L, flag);                                                                                     \
+        a.diff_src = a.diff_gamma = a.diff_beta = NULL;                                                               \
+        count = -7;                                                                                                   \
+    } while (0)
+    BN_RELU_REDUCE(R);
+    bn_reduce_expect("reduce, FUSE_RELU (valid)", &d, &a, sdy, sdyx, &count, 0, NBWD_OK);
+    BN_RELU_REDUCE(AR);
+    bn_masked_dy(masked);
+    bn_reduce_expect("reduce, FUSE_ADD_RELU (valid)", &d, &a, sdy, sdyx, &count, 0, NBWD_OK);
+    CHECK(memcmp(g_ar[A_DSA].base, masked, sizeof masked) == 0, "reduce did not write the masked dy to diff_src_add");
+    BN_RELU_REDUCE(AR); a.diff_src_add = (void *)a.diff_dst;
+    bn_reduce_expect("reduce, diff_src_add == diff_dst (valid)", &d, &a, sdy, sdyx, &count, 0, NBWD_OK);
+    BN_RELU_REDUCE(R);
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0)
+        bn_reduce_expect("reduce, FUSE_RELU, workspace one byte short", &d, &a, sdy, sdyx, &count, need - 1,
+                         NBWD_ERR_INSUFFICIENT_WORKSPACE);
+    BN_RELU_REDUCE(AR);
+    CHECK_STATUS(nbwd_batch_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0)
+        bn_reduce_expect("reduce, FUSE_ADD_RELU, workspace one byte short", &d, &a, sdy, sdyx, &count, need - 1,
+                         NBWD_ERR_INSUFFICIENT_WORKSPACE);
+    BN_RELU_REDUCE(0); /* bn_relu sets dst */
+    bn_reduce_expect(w = "reduce, dst without a relu flag", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "args.dst");
+    BN_RELU_REDUCE(0); a.dst = NULL; a.diff_src_add = g_ar[A_DSA].base;
+    bn_reduce_expect(w = "reduce, diff_src_add without a relu flag", &d, &a, sdy, sdyx, &count, 0,
+                     NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "args.diff_src_add");
+    BN_RELU_REDUCE(R); a.diff_src_add = g_ar[A_DSA].base;
+    bn_reduce_expect(w = "reduce, diff_src_add with FUSE_RELU", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "args.diff_src_add");
+    BN_RELU_REDUCE(AR); d.flags |= R;
+    bn_reduce_expect(w = "reduce, both relu flags", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "NBWD_FUSE_RELU and NBWD_FUSE_ADD_RELU");
+    BN_RELU_REDUCE(R); a.dst = NULL;
+    bn_reduce_expect(w = "reduce, FUSE_RELU, dst NULL", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_NULL_POINTER);
+    bn_msg(w, "args.dst");
+    BN_RELU_REDUCE(AR); a.diff_src_add = NULL;
+    bn_reduce_expect(w = "reduce, FUSE_ADD_RELU, diff_src_add NULL", &d, &a, sdy, sdyx, &count, 0,
+                     NBWD_ERR_NULL_POINTER);
+    bn_msg(w, "args.diff_src_add");
+    BN_RELU_REDUCE(AR); d.diff_src_add_strides = st_inner2;
+    bn_reduce_expect(w = "reduce, diff_src_add block not dense", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_STRIDES);
+    bn_msg(w, "desc.diff_src_add_strides");
+    BN_RELU_REDUCE(AR); d.diff_src_add_strides = st_n0;
+    bn_reduce_expect(w = "reduce, diff_src_add self-overlap", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_STRIDES);
+    bn_msg(w, "desc.diff_src_add_strides");
+    BN_RELU_REDUCE(AR); a.diff_src_add = sdy + 2;
+    bn_reduce_expect(w = "reduce, diff_src_add overlapping sum_dy", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "sum_dy shares bytes with args.diff_src_add");
+    BN_RELU_REDUCE(AR); a.diff_src_add = (char *)g_ar[A_DST].base + 4;
+    bn_reduce_expect(w = "reduce, diff_src_add = dst + 1 element", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "args.diff_src_add shares bytes with args.dst");
+    BN_RELU_REDUCE(R); a.mean = sdyx;
+    bn_reduce_expect("reduce, FUSE_RELU, sum_dy_xhat overlapping mean", &d, &a, sdy, sdyx, &count, 0,
+                     NBWD_ERR_BAD_ALIAS);
+
+    bn_relu(&d, &a, L, R);
+    bn_apply_expect("apply, FUSE_RELU (valid)", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    bn_relu(&d, &a, L, AR);
+    bn_masked_dy(masked);
+    bn_apply_expect("apply, FUSE_ADD_RELU (valid)", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    CHECK(memcmp(g_ar[A_DSA].base, masked, sizeof masked) == 0, "apply did not write the masked dy to diff_src_add");
+    bn_relu(&d, &a, L, R); a.diff_src = (void *)a.dst;
+    bn_apply_expect("apply, diff_src == dst (valid)", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.diff_dst;
+    bn_apply_expect("apply, diff_src_add == diff_dst (valid)", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_OK);
+    bn_valid(&d, &a, L); a.dst = g_ar[A_DST].base;
+    bn_apply_expect(w = "apply, dst without a relu flag", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, R); a.diff_src_add = g_ar[A_DSA].base;
+    bn_apply_expect(w = "apply, diff_src_add with FUSE_RELU", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_PARAM);
+    bn_msg(w, "args.diff_src_add");
+    bn_relu(&d, &a, L, AR); d.flags |= R;
+    bn_apply_expect("apply, both relu flags", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10, NBWD_ERR_BAD_PARAM);
+    bn_relu(&d, &a, L, R); a.dst = NULL;
+    bn_apply_expect(w = "apply, FUSE_RELU, dst NULL", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_NULL_POINTER);
+    bn_msg(w, "args.dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = NULL;
+    bn_apply_expect(w = "apply, FUSE_ADD_RELU, diff_src_add NULL", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_NULL_POINTER);
+    bn_msg(w, "args.diff_src_add");
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_inner2;
+    bn_apply_expect("apply, diff_src_add block not dense", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_STRIDES);
+    bn_relu(&d, &a, L, AR); d.diff_src_add_strides = st_n0;
+    bn_apply_expect("apply, diff_src_add self-overlap", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_STRIDES);
+    bn_relu(&d, &a, L, AR); a.diff_src_add = BN_SUMS_AT(1) - 30; /* [34, 74) of the beta arena: sum_dy_xhat's [64, 68) */
+    bn_apply_expect(w = "apply, diff_src_add overlapping sum_dy_xhat", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "args.diff_src_add shares bytes with sum_dy_xhat");
+    bn_relu(&d, &a, L, R); a.diff_src = (char *)g_ar[A_DST].base + 4;
+    bn_apply_expect(w = "apply, diff_src = dst + 1 element", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "args.diff_src shares bytes with args.dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (char *)g_ar[A_DY].base + 4;
+    bn_apply_expect("apply, diff_src_add = diff_dst + 1 element", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_ALIAS);
+#undef BN_RELU_REDUCE
+}
+
 /* --------------------------------------------------- strings, ISA control */
 static void status_strings(void) {
     int i, j;
@@ -921,6 +1354,12 @@ void test_status(void) {
     bn_status_cases(NBWD_NXC);
     bn_two_phase_status(NBWD_NCX);
     bn_two_phase_status(NBWD_NXC);
+    bn_relu_status_cases(NBWD_NCX);
+    bn_relu_status_cases(NBWD_NXC);
+    bn_relu_values(NBWD_NCX);
+    bn_relu_values(NBWD_NXC);
+    bn_relu_two_phase_status(NBWD_NCX);
+    bn_relu_two_phase_status(NBWD_NXC);
     workspace_same_bits();
     fixture_free();
     for (k = 0; k < A_COUNT; ++k) {
