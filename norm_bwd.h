@@ -2937,35 +2937,56 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
 /* The fused ReLU's masked dy: dy where the forward output dst > 0, else +0,
    for rows [row0, row1) of o (dy, dst, out; the last dim inner, n elements,
    strides in inner). The test is on the bits, so dy's bits pass unchanged:
-   dst > 0 is a nonzero bit pattern no greater than +infinity's (a set sign
-   bit or a NaN is above it). */
+   dst > 0 is a nonzero pattern no greater than +infinity's (a set sign bit
+   or a NaN is above it), i.e. pattern - 1 < infinity's pattern, unsigned.
+   Branch-free: about half of a ReLU's outputs are clipped, at random. */
+#define NBWD__RELU_MASK(T, top, g, y) ((g) & (T)(0u - (unsigned)((T)((y) - 1u) < (T)(top))))
+/* One piece of up to NBWD__MASK_PIECE dense elements through local
+   arrays: memcpy keeps the floats' bits free of aliasing, and a loop of a
+   fixed count over locals is one the compilers vectorize at -O2. */
+#define NBWD__MASK_PIECE 64
+static void nbwd__mask_piece(const char *dy, const char *dst, char *out, int64_t n, int dt) {
+    int64_t i;
+    /* a whole piece copies a constant size: inline vector moves, not calls */
+    size_t bytes = (size_t)n * (dt == NBWD_F32 ? 4u : 2u), whole = n == NBWD__MASK_PIECE;
+    if (dt == NBWD_F32) {
+        uint32_t g[NBWD__MASK_PIECE], y[NBWD__MASK_PIECE];
+        if (whole) { memcpy(g, dy, sizeof g); memcpy(y, dst, sizeof y); }
+        else { memset(g, 0, sizeof g); memset(y, 0, sizeof y); memcpy(g, dy, bytes); memcpy(y, dst, bytes); }
+        for (i = 0; i < NBWD__MASK_PIECE; ++i) g[i] = NBWD__RELU_MASK(uint32_t, 0x7F800000u, g[i], y[i]);
+        if (whole) memcpy(out, g, sizeof g);
+        else memcpy(out, g, bytes);
+    } else {
+        uint16_t g[NBWD__MASK_PIECE], y[NBWD__MASK_PIECE];
+        uint16_t top = dt == NBWD_BF16 ? 0x7F80u : 0x7C00u;
+        if (whole) { memcpy(g, dy, sizeof g); memcpy(y, dst, sizeof y); }
+        else { memset(g, 0, sizeof g); memset(y, 0, sizeof y); memcpy(g, dy, bytes); memcpy(y, dst, bytes); }
+        for (i = 0; i < NBWD__MASK_PIECE; ++i) g[i] = NBWD__RELU_MASK(uint16_t, top, g[i], y[i]);
+        if (whole) memcpy(out, g, sizeof g);
+        else memcpy(out, g, bytes);
+    }
+}
 static void nbwd__bn_mask_rows(const nbwd__outer *o, const int64_t *inner, int64_t n, int dt, const char *dy,
                                const char *dst, char *out, int64_t row0, int64_t row1) {
     nbwd__cursor cur;
-    int64_t row, i;
+    int64_t row, i, w, esz = (int64_t)nbwd__esize(dt);
     nbwd__cursor_seek(o, &cur, row0);
     for (row = row0; row < row1; ++row, nbwd__cursor_next(o, &cur)) {
-        int64_t a = cur.off[0], b = cur.off[1], c = cur.off[2];
-        if (dt == NBWD_F32) {
-            for (i = 0; i < n; ++i, a += inner[0], b += inner[1], c += inner[2]) {
-                uint32_t g, y;
-                memcpy(&g, dy + a * 4, 4);
-                memcpy(&y, dst + b * 4, 4);
-                g = y != 0 && y <= 0x7F800000u ? g : 0u;
-                memcpy(out + c * 4, &g, 4);
+        const char *g = dy + cur.off[0] * esz, *y = dst + cur.off[1] * esz;
+        char *m = out + cur.off[2] * esz;
+        if (inner[0] == 1 && inner[1] == 1 && inner[2] == 1) {
+            for (i = 0; i < n; i += w) {
+                w = n - i < NBWD__MASK_PIECE ? n - i : NBWD__MASK_PIECE;
+                nbwd__mask_piece(g + i * esz, y + i * esz, m + i * esz, w, dt);
             }
-        } else {
-            uint16_t top = dt == NBWD_BF16 ? 0x7F80u : 0x7C00u;
-            for (i = 0; i < n; ++i, a += inner[0], b += inner[1], c += inner[2]) {
-                uint16_t g, y;
-                memcpy(&g, dy + a * 2, 2);
-                memcpy(&y, dst + b * 2, 2);
-                g = y != 0 && y <= top ? g : (uint16_t)0;
-                memcpy(out + c * 2, &g, 2);
-            }
+        } else { /* one element at a time */
+            for (i = 0; i < n; ++i)
+                nbwd__mask_piece(g + i * inner[0] * esz, y + i * inner[1] * esz, m + i * inner[2] * esz, 1, dt);
         }
     }
 }
+#undef NBWD__RELU_MASK
+#undef NBWD__MASK_PIECE
 /* Writes the masked dy to out (strides out_st) and points the kernels' dy
    at it. Elementwise, so any thread split gives the same bits. */
 static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims, const void *dst, char *out,

@@ -297,14 +297,17 @@ typedef struct problem {
     int frozen; /* BatchNorm with NBWD_USE_GLOBAL_STATS ("bn-...-frozen:"): diff_src alone, one pass */
     int rms;    /* RMSNorm ("rms:"): a LayerNorm row without a mean */
     int res;    /* "ln-res:", "rms-res:": a residual gradient added to diff_src (the peer: norm, then an add) */
+    int relu;   /* BatchNorm "-relu" (NBWD_FUSE_RELU) 1, "-addrelu" (NBWD_FUSE_ADD_RELU) 2 */
     int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN: [N, C, spatial...] (logical NCX order) */
     char shape[48];
 } problem;
 
-/* BNf: BatchNorm with frozen (global) statistics */
+/* BNf: BatchNorm with frozen (global) statistics; BNr, BNar: with the
+   fused ReLU, the fused add + ReLU */
 #define OP_LABEL(p)                                                                                    \
     ((p)->op == OP_LN ? ((p)->rms ? ((p)->res ? "RMS+res" : "RMS") : (p)->res ? "LN+res" : "LN") \
      : (p)->frozen    ? "BNf"                                                                   \
+     : (p)->relu      ? ((p)->relu == 2 ? "BNar" : "BNr")                                       \
                       : "BN")
 static const char *dt_name(int dt) { return dt == NBWD_F32 ? "f32" : dt == NBWD_BF16 ? "bf16" : "f16"; }
 static size_t dt_size(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
@@ -323,12 +326,14 @@ static double prob_bytes(const problem *p) {
     if (p->op == OP_LN) /* x, dy, dx (and the residual); mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
         return (p->res ? 4.0 : 3.0) * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] +
                3.0 * 4.0 * (double)p->dims[1];
-    return 3.0 * e * esz + 5.0 * 4.0 * (double)p->dims[1];
+    /* BatchNorm: x, dy, dx; the ReLU's dst (and diff_src_add); mean, variance, gamma, dgamma, dbeta */
+    return (3.0 + (p->relu ? 1.0 : 0.0) + (p->relu == 2 ? 1.0 : 0.0)) * e * esz + 5.0 * 4.0 * (double)p->dims[1];
 }
 
 /* "ln:RxN", "RxN", "rms:RxN", "bn-ncx:NxCxHxW", "bn-nxc:NxCxHxW", "bn-nc:NxC" (dims of
    BatchNorm always given in N, C, spatial order); a BatchNorm kind ending in
-   "-frozen" (bn-ncx-frozen:...) takes the statistics as constants;
+   "-frozen" (bn-ncx-frozen:...) takes the statistics as constants, "-relu" and
+   "-addrelu" fuse a ReLU's (after an add's) backward;
    "ln-res:", "rms-res:" add a residual gradient to diff_src. */
 static int parse_problem(const char *spec, int dt, problem *p) {
     const char *s = spec, *colon = strchr(spec, ':');
@@ -344,6 +349,12 @@ static int parse_problem(const char *spec, int dt, problem *p) {
         if (k > 7 && strcmp(kind + k - 7, "-frozen") == 0 && strncmp(kind, "bn", 2) == 0) {
             kind[k - 7] = 0;
             p->frozen = 1;
+        } else if (k > 8 && strcmp(kind + k - 8, "-addrelu") == 0 && strncmp(kind, "bn", 2) == 0) {
+            kind[k - 8] = 0;
+            p->relu = 2;
+        } else if (k > 5 && strcmp(kind + k - 5, "-relu") == 0 && strncmp(kind, "bn", 2) == 0) {
+            kind[k - 5] = 0;
+            p->relu = 1;
         }
     }
     while (*s) {
@@ -392,6 +403,7 @@ static int parse_problem(const char *spec, int dt, problem *p) {
 typedef struct data {
     void *x, *dy, *dx, *dx2;               /* dx2: the peer's output (oneDNN, or the unfused norm + add) */
     void *res;                             /* the residual gradient (res rows), else NULL */
+    void *dst, *add;                       /* relu rows: the forward output; diff_src_add (addrelu) */
     float *mean, *var, *gamma, *beta, *dg, *db, *dg2, *db2;
     float *ref_dx;                         /* float64 result rounded to f32 */
     double *ref_dg, *ref_db;
@@ -423,6 +435,7 @@ static void st(void *buf, int64_t i, int dt, double v) {
     else ((uint16_t *)buf)[i] = nbwd_f32_to_f16((float)v);
 }
 
+static void data_reference(const problem *p, data *D);
 static void data_make(const problem *p, data *D) {
     int64_t E = prob_elems(p), nsets = prob_sets(p), npar = prob_params(p), A, B, K, a, b, k, i;
     size_t esz = dt_size(p->dt);
@@ -477,17 +490,48 @@ static void data_make(const problem *p, data *D) {
                 s2[s] += dv * dv;
             }
     for (i = 0; i < nsets; ++i) D->var[i] = (float)(s2[i] / per_set);
+    if (p->relu) { /* the forward's output, about half of it clipped */
+        D->dst = xalloc((size_t)E * esz);
+        if (p->relu == 2) {
+            D->add = xalloc((size_t)E * esz);
+            memset(D->add, 0, (size_t)E * esz);
+        }
+        i = 0;
+        for (a = 0; a < A; ++a)
+            for (b = 0; b < B; ++b)
+                for (k = 0; k < K; ++k, ++i) {
+                    int64_t s = SET_OF(p, a, b, k), q = PAR_OF(p, a, b, k);
+                    double y = (double)D->gamma[q] * ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) /
+                                   sqrt((double)D->var[s] + (double)1e-5f) + (double)D->beta[q];
+                    st(D->dst, i, p->dt, y > 0.0 ? y : 0.0);
+                }
+    }
+    free(s1);
+    free(s2);
+    free(off);
+    free(sc);
+    data_reference(p, D);
+}
 
-    /* float64 reference, from the very values the libraries read */
-    memset(s1, 0, (size_t)nsets * sizeof(double));
-    memset(s2, 0, (size_t)nsets * sizeof(double));
+/* The float64 reference, from the very values the libraries read (relu
+   rows: dy where dst > 0) */
+static void data_reference(const problem *p, data *D) {
+    int64_t E = prob_elems(p), nsets = prob_sets(p), npar = prob_params(p), A, B, K, a, b, k, i;
+    double *s1 = (double *)calloc((size_t)nsets, sizeof(double)), *s2 = (double *)calloc((size_t)nsets, sizeof(double));
+    double *sc = (double *)xalloc((size_t)nsets * sizeof(double));
+    double per_set = (double)E / (double)nsets;
+    if (!s1 || !s2) { fprintf(stderr, "nbwd_bench: out of memory\n"); exit(2); }
+    prob_abk(p, &A, &B, &K);
+    memset(D->ref_dg, 0, (size_t)npar * sizeof(double));
+    memset(D->ref_db, 0, (size_t)npar * sizeof(double));
+#define DY_OF(i) (D->dst && !(ld(D->dst, i, p->dt) > 0.0f) ? 0.0 : (double)ld(D->dy, i, p->dt))
     for (i = 0; i < nsets; ++i) sc[i] = 1.0 / sqrt((double)D->var[i] + (double)1e-5f);
     i = 0;
     for (a = 0; a < A; ++a)
         for (b = 0; b < B; ++b)
             for (k = 0; k < K; ++k, ++i) {
                 int64_t s = SET_OF(p, a, b, k), q = PAR_OF(p, a, b, k);
-                double dyv = ld(D->dy, i, p->dt), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
+                double dyv = DY_OF(i), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
                 double g = dyv * (double)D->gamma[q];
                 s1[s] += g;
                 s2[s] += g * xh;
@@ -499,21 +543,21 @@ static void data_make(const problem *p, data *D) {
         for (b = 0; b < B; ++b)
             for (k = 0; k < K; ++k, ++i) {
                 int64_t s = SET_OF(p, a, b, k), q = PAR_OF(p, a, b, k);
-                double dyv = ld(D->dy, i, p->dt), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
+                double dyv = DY_OF(i), xh = ((double)ld(D->x, i, p->dt) - (double)D->mean[s]) * sc[s];
                 double g = dyv * (double)D->gamma[q];
                 double mean_g = p->rms ? 0.0 : s1[s] / per_set;
                 D->ref_dx[i] = p->frozen ? (float)(sc[s] * dyv) /* diff_src alone: gamma ignored */
                                          : (float)(sc[s] * (g - mean_g - xh * (s2[s] / per_set)) +
                                                    (p->res ? (double)ld(D->res, i, p->dt) : 0.0));
             }
+#undef DY_OF
     free(s1);
     free(s2);
-    free(off);
     free(sc);
 }
 
 static void data_free(data *D) {
-    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->res); free(D->ref_dx);
+    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->res); free(D->ref_dx); free(D->dst); free(D->add);
     free(D->mean); free(D->var); free(D->gamma); free(D->beta);
     free(D->dg); free(D->db); free(D->dg2); free(D->db2); free(D->ref_dg); free(D->ref_db); free(D->ws);
     memset(D, 0, sizeof *D);
@@ -617,6 +661,7 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
         L->desc.bn.data_dtype = (nbwd_dtype)p->dt;
         L->desc.bn.isa = isa;
         if (p->frozen) L->desc.bn.flags = NBWD_USE_GLOBAL_STATS;
+        if (p->relu) L->desc.bn.flags = p->relu == 2 ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
     }
     if (caller_ws) {
         size_t bytes = 0;
@@ -682,6 +727,8 @@ static nbwd_status lib_run(libcall *L) {
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
         a.diff_src = D->dx;
         if (!L->p->frozen) { a.diff_gamma = D->dg; a.diff_beta = D->db; }
+        a.dst = D->dst;
+        a.diff_src_add = D->add;
         return nbwd_batch_norm_bwd(&L->desc.bn, &a, ws, wsb);
     }
     if (s == NBWD_OK && L->unfused) add_pass(dx, D->res, L->p->dt, prob_elems(L->p));
@@ -848,13 +895,15 @@ static const char *default_shapes =
     "rms:32768x4096,rms:8192x1024,rms:64x4096,rms-res:32768x4096,ln-res:8192x1024,"
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
     "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
-    "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024";
+    "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024,"
+    "bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-nxc-addrelu:32x64x56x56";
 
 static void usage(void) {
     printf("usage: nbwd_bench [options]\n"
            "  --shapes LIST   comma-separated: ln:RxN (or RxN; leading dims multiply into rows),\n"
            "                  bn-ncx:NxCxHxW, bn-nxc:NxCxHxW (dims in N,C,spatial order), bn-nc:NxC;\n"
            "                  bn-ncx-frozen:... etc.: frozen statistics, diff_src alone (row label BNf);\n"
+           "                  bn-ncx-relu:..., bn-nxc-addrelu:... etc.: the fused ReLU (BNr), add + ReLU (BNar)\n"
            "                  rms:RxN: RMSNorm (row label RMS)\n"
            "                  ln-res:RxN, rms-res:RxN: with a residual gradient added to diff_src (row label\n"
            "                  LN+res, RMS+res; the peer columns: the call without it, then a separate add)\n"
@@ -1082,6 +1131,15 @@ int main(int argc, char **argv) {
         double bytes = prob_bytes(p), foot = 3.0 * (double)prob_elems(p) * (double)dt_size(p->dt);
         int cls = foot <= 2.0 * cl.l2_bytes ? CL_L2 : foot <= 0.75 * cl.l3_bytes ? CL_L3 : CL_DRAM;
         data_make(p, &D);
+        if (p->relu == 1 && !no_dnnl && p->dt != NBWD_F16) {
+            /* oneDNN's forward makes the dst that every library reads (its
+               backward needs that forward's workspace), the reference anew */
+            bench_dnnl *f = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, p->dt == NBWD_BF16, 0, 1,
+                                                 1e-5f, why, sizeof why);
+            if (f && bench_dnnl_bn_relu_forward(f, D.x, D.mean, D.var, D.gamma, D.beta, D.dst) == 0)
+                data_reference(p, &D);
+            bench_dnnl_destroy(f);
+        }
         lib_setup(&L, p, &D, isa, caller_ws);
         for (t = 0; t < nthr && nrows < MAX_ROWS; ++t) {
             row *r = &rows[nrows++];
@@ -1151,7 +1209,16 @@ int main(int argc, char **argv) {
                 if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
                 else if (p->rms) snprintf(why, sizeof why, "no RMSNorm before oneDNN 3.9");
                 else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
-                else h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, p->frozen, 1e-5f, why, sizeof why);
+                else {
+                    h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, p->frozen, p->relu, 1e-5f,
+                                             why, sizeof why);
+                    /* its workspace (the same dst as the libraries' run on) */
+                    if (h && p->relu && bench_dnnl_bn_relu_forward(h, D.x, D.mean, D.var, D.gamma, D.beta, D.dx2)) {
+                        snprintf(why, sizeof why, "ReLU forward failed");
+                        bench_dnnl_destroy(h);
+                        h = NULL;
+                    }
+                }
             }
             if (h) {
                 dnnlcall dc;

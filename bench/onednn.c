@@ -12,7 +12,11 @@
    frozen statistics (the bench's "-frozen" kinds): dnnl_use_global_stats
    alone and prop_kind dnnl_backward_data: diff_src = diff_dst * rstd, as
    norm_bwd computes it without diff_gamma/diff_beta (gamma then ignored, as
-   the oneDNN Graph specification says). */
+   the oneDNN Graph specification says). The fused ReLU ("-relu" kinds):
+   dnnl_fuse_norm_relu, whose backward reads the forward's workspace; a
+   forward with the same flags and dnnl_use_global_stats (elementwise, so
+   the same bits for any thread count) fills it and gives the dst that every
+   library then reads. oneDNN 2.x has no add + ReLU fusion on the CPU. */
 #include "onednn.h"
 
 #include <stdio.h>
@@ -27,14 +31,17 @@ struct bench_dnnl {
     dnnl_stream_t stream;
     dnnl_primitive_desc_t fwd_pd, bwd_pd;
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t data_md, diff_md, stat_md, param_md, ss_md;
+    dnnl_primitive_desc_t relu_fwd_pd; /* the fused ReLU: the workspace's forward */
+    dnnl_primitive_t relu_fwd;
+    void *ws;                          /* its workspace */
+    dnnl_memory_desc_t data_md, diff_md, stat_md, param_md, ss_md, ws_md;
     int64_t C;          /* scale/shift length */
     int packed;         /* dnnl_use_scaleshift fallback */
     float *ss, *dss;    /* packed buffers for the fallback */
     char impl[64];
-    dnnl_memory_t mem[9];
-    const void *ptr[9];
-    dnnl_exec_arg_t args[9];
+    dnnl_memory_t mem[10];
+    const void *ptr[10];
+    dnnl_exec_arg_t args[10];
 };
 
 int bench_dnnl_available(char *buf, size_t len) {
@@ -137,8 +144,8 @@ bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, floa
     return finish(h, cols, why, whylen);
 }
 
-bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, float eps, char *why,
-                                 size_t whylen) {
+bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, int relu,
+                                 float eps, char *why, size_t whylen) {
     bench_dnnl *h;
     dnnl_batch_normalization_desc_t fd, bd;
     dnnl_dims_t dims, strides;
@@ -148,6 +155,10 @@ bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int
     int64_t st;
     if (rank < 2 || rank > 5) {
         if (why && whylen) snprintf(why, whylen, "rank %d not supported by oneDNN batch normalization", rank);
+        return NULL;
+    }
+    if (relu == 2) {
+        if (why && whylen) snprintf(why, whylen, "oneDNN 2.x: no add+ReLU fusion on the CPU");
         return NULL;
     }
     if (!(h = common_init(why, whylen))) return NULL;
@@ -166,6 +177,7 @@ bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int
     for (attempt = 0; attempt < 2; ++attempt) {
         unsigned flags = attempt == 0 ? (unsigned)(dnnl_use_scale | dnnl_use_shift) : (unsigned)dnnl_use_scaleshift;
         if (global_stats) flags = (unsigned)dnnl_use_global_stats; /* diff_src alone: no scale (ignored) */
+        if (relu) flags |= (unsigned)dnnl_fuse_norm_relu;
         h->packed = attempt == 1;
         if ((s = dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &h->data_md, eps, flags)) !=
             dnnl_success)
@@ -179,6 +191,32 @@ bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int
             dnnl_primitive_desc_destroy(h->fwd_pd);
             h->fwd_pd = NULL;
             continue;
+        }
+        if (relu) {
+            dnnl_batch_normalization_desc_t gd;
+            const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(h->bwd_pd, dnnl_query_workspace_md, 0);
+            const dnnl_memory_desc_t *gmd;
+            if ((s = dnnl_batch_normalization_forward_desc_init(&gd, dnnl_forward_training, &h->data_md, eps,
+                                                                flags | (unsigned)dnnl_use_global_stats)) !=
+                    dnnl_success ||
+                (s = dnnl_primitive_desc_create(&h->relu_fwd_pd, &gd, NULL, h->engine, NULL)) != dnnl_success) {
+                set_why(why, whylen, "BN ReLU fwd pd", s);
+                bench_dnnl_destroy(h);
+                return NULL;
+            }
+            gmd = dnnl_primitive_desc_query_md(h->relu_fwd_pd, dnnl_query_workspace_md, 0);
+            if (!wmd || !gmd || !dnnl_memory_desc_equal(wmd, gmd)) {
+                if (why && whylen) snprintf(why, whylen, "ReLU workspaces of the two forwards differ");
+                bench_dnnl_destroy(h);
+                return NULL;
+            }
+            h->ws_md = *wmd;
+            if (!(h->ws = calloc(1, dnnl_memory_desc_get_size(wmd) + 1)) ||
+                dnnl_primitive_create(&h->relu_fwd, h->relu_fwd_pd) != dnnl_success) {
+                if (why && whylen) snprintf(why, whylen, "ReLU workspace setup failed");
+                bench_dnnl_destroy(h);
+                return NULL;
+            }
         }
         break;
     }
@@ -218,6 +256,7 @@ int bench_dnnl_exec(bench_dnnl *h, const void *x, const void *dy, const float *m
         bind(h, 2, DNNL_ARG_MEAN, &h->stat_md, mean) || bind(h, 3, DNNL_ARG_VARIANCE, &h->stat_md, var) ||
         bind(h, 4, DNNL_ARG_DIFF_SRC, &h->diff_md, dx))
         return -1;
+    if (h->ws && bind(h, 9, DNNL_ARG_WORKSPACE, &h->ws_md, h->ws)) return -1;
     if (h->packed) {
         memcpy(h->ss, gamma, (size_t)h->C * sizeof(float));
         memcpy(h->ss + h->C, beta, (size_t)h->C * sizeof(float));
@@ -232,6 +271,7 @@ int bench_dnnl_exec(bench_dnnl *h, const void *x, const void *dy, const float *m
             return -1;
         n = 9;
     }
+    if (h->ws) h->args[n++] = h->args[9];
     s = dnnl_primitive_execute(h->prim, h->stream, n, h->args);
     if (s == dnnl_success) s = dnnl_stream_wait(h->stream);
     if (s != dnnl_success) return (int)s;
@@ -242,13 +282,56 @@ int bench_dnnl_exec(bench_dnnl *h, const void *x, const void *dy, const float *m
     return 0;
 }
 
+/* The fused ReLU's forward on frozen statistics: writes dst and fills the
+   workspace the backward reads. 0 on success. */
+int bench_dnnl_bn_relu_forward(bench_dnnl *h, const void *x, const float *mean, const float *var, const float *gamma,
+                               const float *beta, void *dst) {
+    dnnl_memory_t m[7] = {0};
+    dnnl_exec_arg_t a[7];
+    dnnl_status_t s = dnnl_success;
+    int i, n = 0;
+    float *ss = NULL;
+    if (!h || !h->relu_fwd) return -1;
+#define NBWD_BENCH_ARG(tag, md, ptr)                                                                  \
+    if (s == dnnl_success && (s = dnnl_memory_create(&m[n], md, h->engine, (void *)(ptr))) == dnnl_success) { \
+        a[n].arg = tag;                                                                              \
+        a[n].memory = m[n];                                                                          \
+        ++n;                                                                                         \
+    }
+    NBWD_BENCH_ARG(DNNL_ARG_SRC, &h->data_md, x)
+    NBWD_BENCH_ARG(DNNL_ARG_MEAN, &h->stat_md, mean)
+    NBWD_BENCH_ARG(DNNL_ARG_VARIANCE, &h->stat_md, var)
+    NBWD_BENCH_ARG(DNNL_ARG_DST, &h->data_md, dst)
+    NBWD_BENCH_ARG(DNNL_ARG_WORKSPACE, &h->ws_md, h->ws)
+    if (h->packed) {
+        if (!(ss = (float *)malloc((size_t)h->C * 2 * sizeof(float)))) s = dnnl_out_of_memory;
+        else {
+            memcpy(ss, gamma, (size_t)h->C * sizeof(float));
+            memcpy(ss + h->C, beta, (size_t)h->C * sizeof(float));
+        }
+        NBWD_BENCH_ARG(DNNL_ARG_SCALE_SHIFT, &h->ss_md, ss)
+    } else {
+        NBWD_BENCH_ARG(DNNL_ARG_SCALE, &h->param_md, gamma)
+        NBWD_BENCH_ARG(DNNL_ARG_SHIFT, &h->param_md, beta)
+    }
+#undef NBWD_BENCH_ARG
+    if (s == dnnl_success) s = dnnl_primitive_execute(h->relu_fwd, h->stream, n, a);
+    if (s == dnnl_success) s = dnnl_stream_wait(h->stream);
+    for (i = 0; i < n; ++i) dnnl_memory_destroy(m[i]);
+    free(ss);
+    return s == dnnl_success ? 0 : (int)s;
+}
+
 const char *bench_dnnl_impl(const bench_dnnl *h) { return h && h->impl[0] ? h->impl : "?"; }
 
 void bench_dnnl_destroy(bench_dnnl *h) {
     int i;
     if (!h) return;
-    for (i = 0; i < 9; ++i)
+    for (i = 0; i < 10; ++i)
         if (h->mem[i]) dnnl_memory_destroy(h->mem[i]);
+    if (h->relu_fwd) dnnl_primitive_destroy(h->relu_fwd);
+    if (h->relu_fwd_pd) dnnl_primitive_desc_destroy(h->relu_fwd_pd);
+    free(h->ws);
     if (h->prim) dnnl_primitive_destroy(h->prim);
     if (h->bwd_pd) dnnl_primitive_desc_destroy(h->bwd_pd);
     if (h->fwd_pd) dnnl_primitive_desc_destroy(h->fwd_pd);
@@ -270,11 +353,16 @@ bench_dnnl *bench_dnnl_ln_create(int64_t rows, int64_t cols, int data_bf16, floa
     if (why && whylen) snprintf(why, whylen, "built without oneDNN");
     return NULL;
 }
-bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, float eps, char *why,
-                                 size_t whylen) {
-    (void)rank; (void)ncx_dims; (void)nxc; (void)data_bf16; (void)global_stats; (void)eps;
+bench_dnnl *bench_dnnl_bn_create(int rank, const int64_t *ncx_dims, int nxc, int data_bf16, int global_stats, int relu,
+                                 float eps, char *why, size_t whylen) {
+    (void)rank; (void)ncx_dims; (void)nxc; (void)data_bf16; (void)global_stats; (void)relu; (void)eps;
     if (why && whylen) snprintf(why, whylen, "built without oneDNN");
     return NULL;
+}
+int bench_dnnl_bn_relu_forward(bench_dnnl *h, const void *x, const float *mean, const float *var, const float *gamma,
+                               const float *beta, void *dst) {
+    (void)h; (void)x; (void)mean; (void)var; (void)gamma; (void)beta; (void)dst;
+    return -1;
 }
 int bench_dnnl_exec(bench_dnnl *h, const void *x, const void *dy, const float *mean, const float *var,
                     const float *gamma, const float *beta, void *dx, float *dgamma, float *dbeta) {
