@@ -176,6 +176,22 @@
      the call (NBWD_ERR_BAD_ALIAS). examples/sync_batch_norm.c shows the
      pattern with MPI (LayerNorm and RMSNorm need no such split: each
      process all-reduces diff_gamma and diff_beta alone).
+     A forward that ended in a ReLU (oneDNN's fuse_norm_relu; ResNet's
+     conv-BN-ReLU blocks): flag NBWD_FUSE_RELU and args.dst, the forward
+     output after the ReLU (data dtype, desc.dst_strides: any strides).
+     diff_dst counts only where dst > 0: every output is that of the plain
+     call on the masked diff_dst (dy where dst > 0, else +0; dst NaN or -0
+     counts as clipped), bit for bit. NBWD_FUSE_ADD_RELU (oneDNN's
+     fuse_norm_add_relu: the ReLU followed a residual add) also writes the
+     added tensor's gradient, the masked diff_dst, to args.diff_src_add
+     (required; data dtype, desc.diff_src_add_strides, whose channels (NXC)
+     or spatial dims (NCX) must be dense, as diff_src's); the kernels then
+     read it from there. NBWD_FUSE_RELU stages the masked diff_dst in the
+     workspace (N * spatial * C elements more). One pass over dy and dst
+     more than the plain call (1.6-1.9x its time). The flags hold for the
+     two-phase calls too: both mask, and with NBWD_FUSE_ADD_RELU both write
+     diff_src_add (the same values). diff_src_add may be exactly diff_dst
+     or dst, diff_src exactly dst (in place); the flags are exclusive.
 
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
@@ -197,7 +213,8 @@
    DATA TYPES
    ============================================================================
      data (src, xhat, dst, diff_dst,        stats (mean, var/rstd/std)   params
-           diff_src, diff_residual)
+           diff_src, diff_residual,
+           diff_src_add)
      f32                                    f32                          f32
      bf16                                   f32 or bf16                  f32 or bf16
      f16                                    f32 or f16                   f32 or f16
@@ -249,6 +266,9 @@
      NBWD_USE_GLOBAL_STATS         BatchNorm: frozen mean and variance (see
                                    BatchNorm above); LayerNorm and RMSNorm
                                    refuse it.
+     NBWD_FUSE_RELU,               BatchNorm: the forward's ReLU (after an
+     NBWD_FUSE_ADD_RELU            add), args.dst and args.diff_src_add (see
+                                   BatchNorm above); one or the other.
 
    ============================================================================
    THREADS AND DETERMINISM
@@ -2966,49 +2986,70 @@ static void nbwd__mask_piece(const char *dy, const char *dst, char *out, int64_t
         else memcpy(out, g, bytes);
     }
 }
-static void nbwd__bn_mask_rows(const nbwd__outer *o, const int64_t *inner, int64_t n, int dt, const char *dy,
-                               const char *dst, char *out, int64_t row0, int64_t row1) {
+/* Units [u0, u1) of the masking: unit u is segment u % nseg of row
+   u / nseg of o (dy, dst, out), each segment up to NBWD__MASK_SEG of the
+   row's n elements (inner: the row's strides). */
+#define NBWD__MASK_SEG 4096
+static void nbwd__bn_mask_units(const nbwd__outer *o, const int64_t *inner, int64_t n, int dt, const char *dy,
+                                const char *dst, char *out, int64_t u0, int64_t u1) {
     nbwd__cursor cur;
-    int64_t row, i, w, esz = (int64_t)nbwd__esize(dt);
-    nbwd__cursor_seek(o, &cur, row0);
-    for (row = row0; row < row1; ++row, nbwd__cursor_next(o, &cur)) {
-        const char *g = dy + cur.off[0] * esz, *y = dst + cur.off[1] * esz;
-        char *m = out + cur.off[2] * esz;
-        if (inner[0] == 1 && inner[1] == 1 && inner[2] == 1) {
-            for (i = 0; i < n; i += w) {
-                w = n - i < NBWD__MASK_PIECE ? n - i : NBWD__MASK_PIECE;
-                nbwd__mask_piece(g + i * esz, y + i * esz, m + i * esz, w, dt);
+    int64_t u, i, w, end, esz = (int64_t)nbwd__esize(dt), nseg = (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
+    int dense = inner[0] == 1 && inner[1] == 1 && inner[2] == 1;
+    for (u = u0; u < u1; ++u) {
+        const char *g, *y;
+        char *m;
+        if (u == u0) nbwd__cursor_seek(o, &cur, u / nseg);
+        else if (u % nseg == 0) nbwd__cursor_next(o, &cur);
+        i = u % nseg * NBWD__MASK_SEG;
+        end = i + NBWD__MASK_SEG < n ? i + NBWD__MASK_SEG : n;
+        g = dy + (cur.off[0] + i * inner[0]) * esz;
+        y = dst + (cur.off[1] + i * inner[1]) * esz;
+        m = out + (cur.off[2] + i * inner[2]) * esz;
+        if (dense) {
+            for (; i < end; i += w, g += w * esz, y += w * esz, m += w * esz) {
+                w = end - i < NBWD__MASK_PIECE ? end - i : NBWD__MASK_PIECE;
+                nbwd__mask_piece(g, y, m, w, dt);
             }
         } else { /* one element at a time */
-            for (i = 0; i < n; ++i)
-                nbwd__mask_piece(g + i * inner[0] * esz, y + i * inner[1] * esz, m + i * inner[2] * esz, 1, dt);
+            for (; i < end; ++i, g += inner[0] * esz, y += inner[1] * esz, m += inner[2] * esz)
+                nbwd__mask_piece(g, y, m, 1, dt);
         }
     }
 }
-#undef NBWD__RELU_MASK
-#undef NBWD__MASK_PIECE
 /* Writes the masked dy to out (strides out_st) and points the kernels' dy
    at it. Elementwise, so any thread split gives the same bits. */
 static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims, const void *dst, char *out,
                           const int64_t *out_st, int num_threads) {
-    int64_t st[3][NBWD_MAX_RANK], inner[3], rows, i;
+    int64_t st[3][NBWD_MAX_RANK], inner[3], units, n, i;
     nbwd__outer o;
-    int threads, d, last = p->rank - 1;
+    int threads, d;
     for (d = 0; d < p->rank; ++d) {
         st[0][d] = p->st[1][d];
         st[1][d] = p->st[3][d];
         st[2][d] = out_st[d];
     }
-    for (d = 0; d < 3; ++d) inner[d] = st[d][last];
-    nbwd__outer_init(&o, last, dims, 3, st);
-    nbwd__count(dims, 0, last, &rows);
-    threads = nbwd__pick_threads(num_threads, p->M * p->C, rows);
+    /* every dim, merged where all three allow: the last is the rows' */
+    nbwd__outer_init(&o, p->rank, dims, 3, st);
+    if (o.nd == 0) { /* one element */
+        o.nd = 1;
+        o.dims[0] = 1;
+        for (d = 0; d < 3; ++d) o.st[d][0] = 1;
+    }
+    n = o.dims[o.nd - 1];
+    for (d = 0; d < 3; ++d) inner[d] = o.st[d][o.nd - 1];
+    o.nd--;
+    nbwd__count(o.dims, 0, o.nd, &units);
+    units *= (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
+    threads = nbwd__pick_threads(num_threads, p->M * p->C, units);
     NBWD__PARALLEL_FOR(threads, i, threads,
-                       nbwd__bn_mask_rows(&o, inner, dims[last], p->dt, r->dy, (const char *)dst, out,
-                                          rows * i / threads, rows * (i + 1) / threads));
+                       nbwd__bn_mask_units(&o, inner, n, p->dt, r->dy, (const char *)dst, out, units * i / threads,
+                                           units * (i + 1) / threads));
     r->dy = out;
     for (d = 0; d < p->rank; ++d) p->st[1][d] = out_st[d];
 }
+#undef NBWD__RELU_MASK
+#undef NBWD__MASK_PIECE
+#undef NBWD__MASK_SEG
 
 /* What every BatchNorm call checks, on the CPU and the GPU: the descriptor,
    args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
