@@ -3,8 +3,10 @@
    the residual gradient, own or in place) against a float64 reference
    computed on the host and against the CPU path (norm_bwd.h, scalar, in
    this file), determinism across runs and grid sizes, vector vs scalar
-   loads (misaligned tensors), NaN isolation in the DST_RSTD form, and
-   BatchNorm's two phases (reduce / apply) on slices of the batch.
+   loads (misaligned tensors), NaN isolation in the DST_RSTD form,
+   BatchNorm's two phases (reduce / apply) on slices of the batch, and
+   BatchNorm's fused ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU: the
+   float64 reference on the masked diff_dst, diff_src_add's bits exact).
    Without a GPU it runs the host-side checks (statuses, the no-device path),
    says that it found no GPU and exits 0. Last line: "N passed, N failed". */
 #define NORM_BWD_IMPLEMENTATION
@@ -486,21 +488,42 @@ struct BnCase {
     int dt, sdt, pdt, form, has_gamma, want_dx, want_pg, accumulate, pad, inplace, misalign;
     int global; /* NBWD_USE_GLOBAL_STATS */
     int split;  /* > 0: the two-phase calls on that many slices of the batch (bn_split_gpu) */
+    unsigned relu;  /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU (args.dst, args.diff_src_add) */
+    int relu_st;    /* 1: dst (inner stride 2, padded) and diff_src_add (padded; [N, C]: channel stride
+                       2, gathered) with strides of their own; 2: diff_dst too (inner stride 2) */
+    int relu_alias; /* BRA_*: an output that is exactly another tensor */
 };
+enum { BRA_NONE, BRA_ADD_DY, BRA_ADD_DST, BRA_DX_DST }; /* diff_src_add == diff_dst / dst, diff_src == dst */
+
+/* Row-major strides over c's dims, inner stride `inner`, `pad` more
+   elements on dim pad_dim; returns the elements spanned. */
+static int64_t bn_strides(const BnCase &c, int64_t inner, int pad_dim, int64_t pad, int64_t *st) {
+    int64_t s = inner;
+    for (int d = c.rank - 1; d >= 0; --d) {
+        st[d] = s;
+        s *= c.dims[d] + (d == pad_dim ? pad : 0);
+    }
+    return s;
+}
 
 /* Slice k of `slices` (batch entries [n0, n1): an empty one where N <
-   slices) of the whole batch's desc and args: the same strides (st, the
-   whole batch's, dense or padded; dim 0's outermost), dims[0] its own, the
+   slices) of the whole batch's desc and args: the same strides (each
+   tensor's own, dense or not; dim 0's outermost), dims[0] its own, the
    data tensors from entry n0 on. */
-static int64_t bn_slice(const nbwd_batch_norm_bwd_desc &desc, const nbwd_batch_norm_bwd_args &a, const int64_t *st,
-                        int k, int slices, nbwd_batch_norm_bwd_desc &sd, nbwd_batch_norm_bwd_args &sa) {
+static int64_t bn_slice(const nbwd_batch_norm_bwd_desc &desc, const nbwd_batch_norm_bwd_args &a, int k, int slices,
+                        nbwd_batch_norm_bwd_desc &sd, nbwd_batch_norm_bwd_args &sa) {
     const int64_t N = desc.dims[0], n0 = N * k / slices, n1 = N * (k + 1) / slices;
-    const int64_t off = n0 * st[0] * (int64_t)esz(desc.data_dtype);
-    auto at = [&](const void *p) { return p ? (void *)((char *)p + off) : nullptr; };
+    int64_t dense0 = 1;
+    for (int d = 1; d < desc.rank; ++d) dense0 *= desc.dims[d];
+    auto at = [&](const void *p, const int64_t *given) {
+        return p ? (void *)((char *)p + n0 * (given ? given[0] : dense0) * (int64_t)esz(desc.data_dtype)) : nullptr;
+    };
     sd = desc;
     sd.dims[0] = n1 - n0;
     sa = a;
-    sa.src = at(a.src); sa.xhat = at(a.xhat); sa.diff_dst = at(a.diff_dst); sa.diff_src = at(a.diff_src);
+    sa.src = at(a.src, desc.src_strides); sa.xhat = at(a.xhat, desc.src_strides);
+    sa.diff_dst = at(a.diff_dst, desc.diff_dst_strides); sa.diff_src = at(a.diff_src, desc.diff_src_strides);
+    sa.dst = at(a.dst, desc.dst_strides); sa.diff_src_add = at(a.diff_src_add, desc.diff_src_add_strides);
     return n1 - n0;
 }
 
@@ -513,8 +536,7 @@ static int64_t bn_slice(const nbwd_batch_norm_bwd_desc &desc, const nbwd_batch_n
    (args' own, compared with the references by the caller). S: elements per
    channel and batch entry (reduce's count is its slice's N * S). */
 static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc &desc,
-                                const nbwd_batch_norm_bwd_args &a, const int64_t *st, int64_t C, int64_t S,
-                                const char *what) {
+                                const nbwd_batch_norm_bwd_args &a, int64_t C, int64_t S, const char *what) {
     const size_t cb = (size_t)(C > 0 ? C : 1) * 4, pb = (size_t)(C > 0 ? C : 1) * esz(c.pdt);
     std::vector<float *> sdy((size_t)c.split), sdyx((size_t)c.split);
     std::vector<float> tdy((size_t)(C > 0 ? C : 1), 0.0f), tdyx(tdy), part(tdy);
@@ -528,7 +550,7 @@ static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
         nbwd_batch_norm_bwd_desc sd;
         nbwd_batch_norm_bwd_args sa;
         size_t need = 0;
-        bn_slice(desc, a, st, k, c.split, sd, sa);
+        bn_slice(desc, a, k, c.split, sd, sa);
         nbwd_gpu_batch_norm_bwd_workspace_size(&sd, &need);
         if (need > wsb) wsb = need;
         CK(cudaMalloc(&sdy[(size_t)k], cb));
@@ -540,7 +562,7 @@ static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
         nbwd_batch_norm_bwd_desc sd;
         nbwd_batch_norm_bwd_args sa;
         int64_t kc = -1;
-        const int64_t nk = bn_slice(desc, a, st, k, c.split, sd, sa);
+        const int64_t nk = bn_slice(desc, a, k, c.split, sd, sa);
         sa.diff_src = sa.diff_gamma = sa.diff_beta = nullptr;
         s = nbwd_gpu_batch_norm_bwd_reduce(&sd, &sa, sdy[(size_t)k], sdyx[(size_t)k], &kc, ws, wsb, nullptr);
         counts_ok &= s != NBWD_OK || kc == nk * S;
@@ -566,7 +588,7 @@ static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
         nbwd_batch_norm_bwd_desc sd;
         nbwd_batch_norm_bwd_args sa;
         const int own = odg && k < c.split - 1;
-        bn_slice(desc, a, st, k, c.split, sd, sa);
+        bn_slice(desc, a, k, c.split, sd, sa);
         if (own) {
             CK(cudaMemcpy(odg, idg, 2 * pb, cudaMemcpyDeviceToDevice));
             sa.diff_gamma = odg;
@@ -602,7 +624,7 @@ static nbwd_status bn_split_gpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
    same f32 additions in the same order (each earlier slice's
    diff_gamma/diff_beta into a copy of its own). */
 static nbwd_status bn_split_cpu(const BnCase &c, const nbwd_batch_norm_bwd_desc &desc,
-                                const nbwd_batch_norm_bwd_args &a, const int64_t *st, int64_t C) {
+                                const nbwd_batch_norm_bwd_args &a, int64_t C) {
     const size_t Cn = (size_t)(C > 0 ? C : 1), pb = Cn * esz(c.pdt);
     std::vector<float> tdy(Cn, 0.0f), tdyx(Cn, 0.0f), pdy(Cn), pdyx(Cn);
     std::vector<unsigned char> init, own;
@@ -612,7 +634,7 @@ static nbwd_status bn_split_cpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
         nbwd_batch_norm_bwd_desc sd;
         nbwd_batch_norm_bwd_args sa;
         int64_t kc = 0;
-        bn_slice(desc, a, st, k, c.split, sd, sa);
+        bn_slice(desc, a, k, c.split, sd, sa);
         sa.diff_src = sa.diff_gamma = sa.diff_beta = nullptr;
         s = nbwd_batch_norm_bwd_reduce(&sd, &sa, pdy.data(), pdyx.data(), &kc, nullptr, 0);
         for (int64_t i = 0; i < C; ++i) { tdy[(size_t)i] += pdy[(size_t)i]; tdyx[(size_t)i] += pdyx[(size_t)i]; }
@@ -626,7 +648,7 @@ static nbwd_status bn_split_cpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
     for (int k = 0; k < c.split && s == NBWD_OK; ++k) {
         nbwd_batch_norm_bwd_desc sd;
         nbwd_batch_norm_bwd_args sa;
-        bn_slice(desc, a, st, k, c.split, sd, sa);
+        bn_slice(desc, a, k, c.split, sd, sa);
         if (a.diff_gamma && k < c.split - 1) {
             own = init;
             sa.diff_gamma = own.data();
@@ -637,31 +659,70 @@ static nbwd_status bn_split_cpu(const BnCase &c, const nbwd_batch_norm_bwd_desc 
     return s;
 }
 
+/* The fused ReLU's forward output: positives (normal, subnormal, +inf)
+   pass; +0, -0, negatives (-inf, a negative subnormal) and NaNs of either
+   sign (the smallest NaN, just above +inf's bits, too) are clipped. */
+static void setbits(void *p, int64_t i, int dt, uint32_t f32, uint16_t bf16, uint16_t f16) {
+    if (dt == NBWD_F32) memcpy((char *)p + i * 4, &f32, 4);
+    else memcpy((char *)p + i * 2, dt == NBWD_BF16 ? &bf16 : &f16, 2);
+}
+static void relu_dst_fill(void *p, int64_t n, int dt) {
+    for (int64_t i = 0; i < n; ++i) {
+        const int k = (int)urand(0, 16);
+        if (k < 6) setf(p, i, dt, (float)urand(0.05, 3));
+        else if (k < 10) setf(p, i, dt, (float)urand(-3, -0.05));
+        else if (k == 10) setf(p, i, dt, 0.0f);
+        else if (k == 11) setf(p, i, dt, -0.0f);
+        else if (k == 12) setbits(p, i, dt, 0x7F800000u, 0x7F80u, 0x7C00u);    /* +inf: passes */
+        else if (k == 13) setbits(p, i, dt, 0x00000001u, 0x0001u, 0x0001u);    /* smallest subnormal: passes */
+        else if (k == 14) setbits(p, i, dt, 0x7F800001u, 0x7F81u, 0x7C01u);    /* the smallest NaN */
+        else if (i % 3 == 0) setbits(p, i, dt, 0xFFC00000u, 0xFFC0u, 0xFE00u); /* -NaN */
+        else if (i % 3 == 1) setbits(p, i, dt, 0xFF800000u, 0xFF80u, 0xFC00u); /* -inf */
+        else setbits(p, i, dt, 0x80000001u, 0x8001u, 0x8001u);                 /* negative subnormal */
+    }
+}
+/* the reference's mask: dst > 0 as a value (NaN compares false) */
+static int relu_pass(const void *p, int64_t i, int dt) { return getf(p, i, dt) > 0.0f; }
+
 static void bn_run(const BnCase &c) {
-    char what[512];
-    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d global %d split %d",
+    char what[600];
+    snprintf(what, sizeof what, "BN %s rank %d dims [%lld %lld %lld %lld] dt %d/%d/%d form %d gamma %d dx %d pg %d acc %d pad %d inplace %d misalign %d global %d split %d relu %u st %d alias %d",
              c.layout == NBWD_NCX ? "NCX" : "NXC", c.rank, (long long)c.dims[0], (long long)c.dims[1],
              (long long)c.dims[2], (long long)c.dims[3], c.dt, c.sdt, c.pdt, c.form, c.has_gamma, c.want_dx, c.want_pg,
-             c.accumulate, c.pad, c.inplace, c.misalign, c.global, c.split);
+             c.accumulate, c.pad, c.inplace, c.misalign, c.global, c.split, c.relu, c.relu_st, c.relu_alias);
     const int nxc = c.layout == NBWD_NXC || c.rank == 2;
     const int64_t C = nxc ? c.dims[c.rank - 1] : c.dims[1];
-    int64_t st[NBWD_MAX_RANK], s = 1, total = 1;
-    for (int d = c.rank - 1; d >= 0; --d) {
-        st[d] = s;
-        s *= c.dims[d] + (d == 1 && c.rank > 2 ? c.pad : 0); /* dim 1 is outside the dense block in both layouts */
-        total *= c.dims[d];
-    }
-    const int64_t span = s;
+    int64_t st[NBWD_MAX_RANK], total = 1;
+    const int64_t span = bn_strides(c, 1, c.rank > 2 ? 1 : -1, c.pad, st); /* dim 1 is outside the dense block in both layouts */
+    for (int d = 0; d < c.rank; ++d) total *= c.dims[d];
     const int64_t M = total / (C > 0 ? C : 1);
+    /* the fused ReLU's tensors: x's strides, or their own (dst needs no
+       dense block unless it is also an output; diff_src_add does) */
+    int64_t st_dy[NBWD_MAX_RANK], st_dst[NBWD_MAX_RANK], st_add[NBWD_MAX_RANK];
+    int64_t span_dy = span, span_dst = span, span_add = span;
+    memcpy(st_dy, st, sizeof st); memcpy(st_dst, st, sizeof st); memcpy(st_add, st, sizeof st);
+    if (c.relu && c.relu_st == 2) span_dy = bn_strides(c, 2, -1, 0, st_dy);
+    if (c.relu && c.relu_st && (c.relu_alias == BRA_NONE || c.relu_alias == BRA_ADD_DY))
+        span_dst = bn_strides(c, 2, 1, 1, st_dst);
+    if (c.relu && c.relu_st && c.relu_alias == BRA_NONE)
+        span_add = c.rank > 2 ? bn_strides(c, 1, 1, 3, st_add) : bn_strides(c, 2, -1, 0, st_add);
+    if (c.relu_alias == BRA_ADD_DY) memcpy(st_add, st_dy, sizeof st);
+    if (c.relu_alias == BRA_ADD_DST) memcpy(st_add, st_dst, sizeof st);
     nbwd_batch_norm_bwd_desc desc;
     nbwd_batch_norm_bwd_desc_init(&desc, c.rank, c.dims, (nbwd_layout)c.layout, 1e-5f);
     desc.stats_form = (nbwd_stats_form)c.form;
     desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
-    desc.flags = (c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c.global ? NBWD_USE_GLOBAL_STATS : 0u);
+    desc.flags = (c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c.global ? NBWD_USE_GLOBAL_STATS : 0u) | c.relu;
     if (c.pad) desc.src_strides = desc.diff_dst_strides = desc.diff_src_strides = st;
-    Buf x, dy, dx, mean, spread, gamma, dg, db;
+    if (c.relu) {
+        desc.diff_dst_strides = st_dy;
+        desc.dst_strides = st_dst;
+        desc.diff_src_add_strides = st_add;
+    }
+    Buf x, dy, dx, mean, spread, gamma, dg, db, dst, add;
     const int64_t mis = c.misalign ? 1 : 0;
-    x.alloc(c.dt, span, mis); dy.alloc(c.dt, span, mis); dx.alloc(c.dt, span, mis);
+    x.alloc(c.dt, span, mis); dy.alloc(c.dt, span_dy, mis); dx.alloc(c.dt, span, mis);
+    dst.alloc(c.dt, c.relu ? span_dst : 1, mis); add.alloc(c.dt, c.relu ? span_add : 1, mis);
     mean.alloc(c.sdt, C, 0); spread.alloc(c.sdt, C, 0); gamma.alloc(c.pdt, C, 0); dg.alloc(c.pdt, C, 0); db.alloc(c.pdt, C, 0);
     x.fill(-2, 2); dy.fill(-1, 1); dx.fill(-9, 9); mean.fill(-0.5, 0.5); gamma.fill(0.5, 1.5); dg.fill(-1, 1); db.fill(-1, 1);
     for (int64_t ch = 0; ch < C; ++ch) {
@@ -669,20 +730,37 @@ static void bn_run(const BnCase &c) {
         setf(spread.hp(), ch, c.sdt,
              (float)(c.form == NBWD_STATS_MEAN_VARIANCE ? var : c.form == NBWD_STATS_MEAN_RSTD ? 1.0 / sqrt(var + 1e-5) : sqrt(var + 1e-5)));
     }
+    if (c.relu) {
+        for (int64_t i = 0; i < dy.n; ++i) /* -0 where dst passes keeps its sign bit */
+            if ((int)urand(0, 16) == 0) setf(dy.hp(), i, c.dt, -0.0f);
+        relu_dst_fill(c.relu_alias == BRA_DX_DST ? dx.hp() : dst.hp(), c.relu_alias == BRA_DX_DST ? span : span_dst, c.dt);
+        add.fill(-9, 9);
+    }
     if (c.inplace) memcpy(dx.h.data(), dy.h.data(), dy.h.size());
-    const std::vector<unsigned char> dx0 = dx.h, dg0 = dg.h, db0 = db.h;
-    x.up(); dy.up(); dx.up(); mean.up(); spread.up(); gamma.up(); dg.up(); db.up();
+    /* every data buffer's initial contents: inputs, outputs and their padding */
+    Buf *const bufs[5] = {&x, &dy, &dx, &dst, &add};
+    std::vector<unsigned char> orig[5];
+    for (int b = 0; b < 5; ++b) orig[b] = bufs[b]->h;
+    const std::vector<unsigned char> dg0 = dg.h, db0 = db.h;
+    x.up(); dy.up(); dx.up(); dst.up(); add.up(); mean.up(); spread.up(); gamma.up(); dg.up(); db.up();
+    const size_t mb = (size_t)mis * esz(c.dt);
+    const unsigned char *dy_in = orig[1].data() + mb;
+    const unsigned char *dst_in = (c.relu_alias == BRA_DX_DST ? orig[2] : orig[3]).data() + mb;
 
     /* reference: element offset of logical index i (row-major over dims) */
-    auto offset = [&](int64_t i) {
+    auto offset = [&](int64_t i, const int64_t *sv) {
         int64_t o = 0;
-        for (int d = c.rank - 1; d >= 0; --d) { o += (i % c.dims[d]) * st[d]; i /= c.dims[d]; }
+        for (int d = c.rank - 1; d >= 0; --d) { o += (i % c.dims[d]) * sv[d]; i /= c.dims[d]; }
         return o;
     };
     auto chan = [&](int64_t i) {
         if (nxc) return i % C;
         int64_t S = total / (c.dims[0] * C);
         return (i / S) % C;
+    };
+    /* the kernels' dy: diff_dst, masked by dst > 0 with the fused ReLU */
+    auto dyv = [&](int64_t i) {
+        return c.relu && !relu_pass(dst_in, offset(i, st_dst), c.dt) ? 0.0 : (double)getf(dy_in, offset(i, st_dy), c.dt);
     };
     std::vector<double> sdyx((size_t)C, 0), sdy((size_t)C, 0), rstd((size_t)C), xm((size_t)C), xs((size_t)C);
     for (int64_t ch = 0; ch < C; ++ch) {
@@ -692,8 +770,8 @@ static void bn_run(const BnCase &c) {
         xs[(size_t)ch] = c.form == NBWD_STATS_XHAT_STD ? 1.0 : rstd[(size_t)ch];
     }
     for (int64_t i = 0; i < total; ++i) {
-        int64_t o = offset(i), ch = chan(i);
-        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = getf(dy.hp(), o, c.dt);
+        int64_t o = offset(i, st), ch = chan(i);
+        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = dyv(i);
         sdyx[(size_t)ch] += dv * xh; sdy[(size_t)ch] += dv;
     }
     const int use_gamma = c.has_gamma && c.want_pg;
@@ -709,6 +787,16 @@ static void bn_run(const BnCase &c) {
     if (c.has_gamma) a.gamma = gamma.dp();
     if (c.want_dx) a.diff_src = c.inplace ? dy.dp() : dx.dp();
     if (c.want_pg) { a.diff_gamma = dg.dp(); a.diff_beta = db.dp(); }
+    if (c.relu) a.dst = c.relu_alias == BRA_DX_DST ? dx.dp() : dst.dp();
+    if (c.relu == NBWD_FUSE_ADD_RELU)
+        a.diff_src_add = c.relu_alias == BRA_ADD_DY ? dy.dp() : c.relu_alias == BRA_ADD_DST ? dst.dp() : add.dp();
+    /* which buffer an output is (-1: none) */
+    auto buf_of = [&](const void *p) {
+        for (int b = 0; b < 5; ++b)
+            if (p && p == bufs[b]->dp()) return b;
+        return -1;
+    };
+    const int b_dx = buf_of(a.diff_src), b_add = buf_of(a.diff_src_add);
     size_t need = 0;
     nbwd_gpu_batch_norm_bwd_workspace_size(&desc, &need);
     void *ws = nullptr;
@@ -716,50 +804,49 @@ static void bn_run(const BnCase &c) {
     /* c.split: the two-phase calls on slices (S: elements per channel and batch entry) */
     const int64_t S = c.dims[0] > 0 ? M / c.dims[0] : 0;
     auto gpu_call = [&]() {
-        return c.split ? bn_split_gpu(c, desc, a, st, C, S, what) : nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr);
+        return c.split ? bn_split_gpu(c, desc, a, C, S, what) : nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr);
     };
     nbwd_status st_ = gpu_call();
     CK(cudaDeviceSynchronize());
     if (st_ != NBWD_OK) {
-        char w2[1024];
+        char w2[1100];
         snprintf(w2, sizeof w2, "%s: status %d (%.300s)", what, (int)st_, nbwd_gpu_last_error());
         nbwdt_check(0, w2);
         if (ws) cudaFree(ws);
         return;
     }
-    Buf &out = c.inplace ? dy : dx;
-    out.down(); dg.down(); db.down();
-    const std::vector<unsigned char> g_dx = out.h, g_dg = dg.h, g_db = db.h;
+    std::vector<unsigned char> gpu[5];
+    for (int b = 0; b < 5; ++b) { bufs[b]->down(); gpu[b] = bufs[b]->h; }
+    dg.down(); db.down();
+    const std::vector<unsigned char> g_dg = dg.h, g_db = db.h;
 
-    std::vector<unsigned char> cx(x.h), cdy(c.inplace ? dx0 : dy.h), cdx(dx0), cdg(dg0), cdb(db0);
-    if (!c.inplace) cdy = dy.h;
+    /* the CPU path on host copies of the same initial contents */
+    std::vector<unsigned char> cpu[5];
+    for (int b = 0; b < 5; ++b) cpu[b] = orig[b];
+    auto host = [&](const void *p) -> void * { const int b = buf_of(p); return b < 0 ? nullptr : cpu[b].data() + mb; };
+    std::vector<unsigned char> cdg(dg0), cdb(db0);
     nbwd_batch_norm_bwd_args ca = a;
-    const size_t mb = (size_t)mis * esz(c.dt);
-    if (c.form == NBWD_STATS_XHAT_STD) ca.xhat = cx.data() + mb; else ca.src = cx.data() + mb;
-    ca.diff_dst = cdy.data() + mb;
+    ca.src = host(a.src); ca.xhat = host(a.xhat); ca.diff_dst = host(a.diff_dst); ca.diff_src = host(a.diff_src);
+    ca.dst = host(a.dst); ca.diff_src_add = host(a.diff_src_add);
     if (a.mean) ca.mean = mean.hp();
     if (a.variance) ca.variance = spread.hp();
     if (a.rstd) ca.rstd = spread.hp();
     if (a.std) ca.std = spread.hp();
     if (a.gamma) ca.gamma = gamma.hp();
-    if (a.diff_src) ca.diff_src = c.inplace ? cdy.data() + mb : cdx.data() + mb;
     if (a.diff_gamma) { ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data(); }
-    nbwdt_check((c.split ? bn_split_cpu(c, desc, ca, st, C) : nbwd_batch_norm_bwd(&desc, &ca, nullptr, 0)) == NBWD_OK,
+    nbwdt_check((c.split ? bn_split_cpu(c, desc, ca, C) : nbwd_batch_norm_bwd(&desc, &ca, nullptr, 0)) == NBWD_OK,
                 what);
-    const std::vector<unsigned char> &c_dx = c.inplace ? cdy : cdx;
 
     Err erd, ecd, erg, ecg, erb, ecb;
-    /* in place, dy.h now holds the device's dx: dx0 kept the original dy */
-    const unsigned char *dy_in = c.inplace ? dx0.data() + mb : (const unsigned char *)dy.hp();
     for (int64_t i = 0; i < total && c.want_dx; ++i) {
-        int64_t o = offset(i), ch = chan(i);
+        int64_t o = offset(i, st), ch = chan(i);
         double gm = use_gamma ? getf(gamma.hp(), ch, c.pdt) : 1.0;
-        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = getf(dy_in, o, c.dt);
+        double xh = (getf(x.hp(), o, c.dt) - xm[(size_t)ch]) * xs[(size_t)ch], dv = dyv(i);
         double ref = c.global ? rstd[(size_t)ch] * gm * dv
                               : rstd[(size_t)ch] * gm * (dv - sdy[(size_t)ch] / M - xh * sdyx[(size_t)ch] / M);
-        double gv = getf(g_dx.data() + mb, o, c.dt);
+        double gv = getf(gpu[b_dx].data() + mb, o, c.dt);
         erd.add(gv, ref);
-        ecd.add(gv, getf(c_dx.data() + mb, o, c.dt));
+        ecd.add(gv, getf(cpu[b_dx].data() + mb, o, c.dt));
     }
     for (int64_t ch = 0; ch < C && c.want_pg; ++ch) {
         double base_g = c.accumulate ? getf(dg0.data(), ch, c.pdt) : 0, base_b = c.accumulate ? getf(db0.data(), ch, c.pdt) : 0;
@@ -768,26 +855,49 @@ static void bn_run(const BnCase &c) {
         erb.add(getf(g_db.data(), ch, c.pdt), base_b + sdy[(size_t)ch]);
         ecb.add(getf(g_db.data(), ch, c.pdt), getf(cdb.data(), ch, c.pdt));
     }
+    /* ADD_RELU's diff_src_add: the masked diff_dst exactly, dy's bits where
+       dst > 0 (-0 too), +0 elsewhere; the CPU's bits */
+    int add_exact = 1, add_cpu = 1;
+    const size_t e = esz(c.dt);
+    for (int64_t i = 0; i < total && b_add >= 0; ++i) {
+        const int64_t o = offset(i, st_add);
+        unsigned char want[4] = {0, 0, 0, 0};
+        if (relu_pass(dst_in, offset(i, st_dst), c.dt)) memcpy(want, dy_in + offset(i, st_dy) * (int64_t)e, e);
+        add_exact &= memcmp(gpu[b_add].data() + mb + o * (int64_t)e, want, e) == 0;
+        add_cpu &= memcmp(gpu[b_add].data() + mb + o * (int64_t)e, cpu[b_add].data() + mb + o * (int64_t)e, e) == 0;
+    }
+    /* nothing else written: the buffers no output lives in, and every
+       element of an output's buffer outside its view */
     int untouched = 1;
     if (!c.want_pg) untouched = g_dg == dg0 && g_db == db0;
-    if (!c.want_dx && !c.inplace) untouched &= g_dx == dx0;
+    for (int b = 0; b < 5; ++b) {
+        std::vector<char> in_view(orig[b].size() / e, 0);
+        if (b == b_dx)
+            for (int64_t i = 0; i < total; ++i) in_view[(size_t)(mis + offset(i, st))] = 1;
+        if (b == b_add)
+            for (int64_t i = 0; i < total; ++i) in_view[(size_t)(mis + offset(i, st_add))] = 1;
+        for (size_t k = 0; k < in_view.size(); ++k)
+            if (!in_view[k]) untouched &= memcmp(gpu[b].data() + k * e, orig[b].data() + k * e, e) == 0;
+    }
     const double tdx = tol_of(c.dt), tp = tol_of(c.pdt) * (c.pdt == NBWD_F32 ? 10 : 1);
-    char w2[1100];
-    snprintf(w2, sizeof w2, "%s: dx err ref %.2e cpu %.2e, dg %.2e/%.2e, db %.2e/%.2e, untouched %d", what, erd.rel(),
-             ecd.rel(), erg.rel(), ecg.rel(), erb.rel(), ecb.rel(), untouched);
+    char w2[1300];
+    snprintf(w2, sizeof w2, "%s: dx err ref %.2e cpu %.2e, dg %.2e/%.2e, db %.2e/%.2e, untouched %d, diff_src_add exact %d cpu %d",
+             what, erd.rel(), ecd.rel(), erg.rel(), ecg.rel(), erb.rel(), ecb.rel(), untouched, add_exact, add_cpu);
     nbwdt_check(erd.rel() <= tdx && ecd.rel() <= 2 * tdx && erg.rel() <= tp && ecg.rel() <= 2 * tp && erb.rel() <= tp &&
-                    ecb.rel() <= 2 * tp && untouched,
+                    ecb.rel() <= 2 * tp && untouched && add_exact && add_cpu,
                 w2);
     static const int grids[] = {0, 1, 3, 7};
     for (int gi = 0; gi < 4; ++gi) {
         nbwd_gpu__max_grid = grids[gi];
-        if (c.inplace) { memcpy(dy.h.data(), dx0.data(), dx0.size()); dy.up(); } else { dx.h = dx0; dx.up(); }
+        for (int b = 0; b < 5; ++b) { bufs[b]->h = orig[b]; bufs[b]->up(); }
         dg.h = dg0; db.h = db0; dg.up(); db.up();
         st_ = gpu_call();
         CK(cudaDeviceSynchronize());
-        out.down(); dg.down(); db.down();
+        int same = st_ == NBWD_OK;
+        for (int b = 0; b < 5; ++b) { bufs[b]->down(); same &= bufs[b]->h == gpu[b]; }
+        dg.down(); db.down();
         snprintf(w2, sizeof w2, "%s: bitwise identical rerun, grid cap %d", what, grids[gi]);
-        nbwdt_check(st_ == NBWD_OK && out.h == g_dx && dg.h == g_dg && db.h == g_db, w2);
+        nbwdt_check(same && dg.h == g_dg && db.h == g_db, w2);
     }
     nbwd_gpu__max_grid = 0;
     if (ws) cudaFree(ws);
@@ -796,36 +906,41 @@ static void bn_run(const BnCase &c) {
 /* One slice holding the whole batch: reduce's sums are the plain call's
    f32 diff_beta/diff_gamma bit for bit, and apply with them (count its
    own) gives the plain call's diff_src, diff_gamma and diff_beta bit for
-   bit (the same kernels adding in the same order). */
-static void bn_one_slice_bits(int layout, int dt, int global, int rank, const int64_t *dims) {
+   bit (the same kernels adding in the same order); with the fused ReLU
+   (relu: its flag) both write diff_src_add with the plain call's bits. */
+static void bn_one_slice_bits(int layout, int dt, int global, int rank, const int64_t *dims, unsigned relu) {
     nbwd_batch_norm_bwd_desc desc;
     nbwd_batch_norm_bwd_desc_init(&desc, rank, dims, (nbwd_layout)layout, 1e-5f);
     desc.data_dtype = (nbwd_dtype)dt;
-    desc.flags = global ? NBWD_USE_GLOBAL_STATS : 0u;
+    desc.flags = (global ? NBWD_USE_GLOBAL_STATS : 0u) | relu;
     const int nxc = layout == NBWD_NXC || rank == 2;
     const int64_t C = nxc ? dims[rank - 1] : dims[1];
     int64_t total = 1;
     for (int d = 0; d < rank; ++d) total *= dims[d];
-    Buf x, dy, dx, mean, var, gamma, dg, db, sdy, sdyx;
-    x.alloc(dt, total, 0); dy.alloc(dt, total, 0); dx.alloc(dt, total, 0);
+    Buf x, dy, dx, mean, var, gamma, dg, db, sdy, sdyx, dst, add;
+    x.alloc(dt, total, 0); dy.alloc(dt, total, 0); dx.alloc(dt, total, 0); dst.alloc(dt, total, 0); add.alloc(dt, total, 0);
     mean.alloc(NBWD_F32, C, 0); var.alloc(NBWD_F32, C, 0); gamma.alloc(NBWD_F32, C, 0);
     dg.alloc(NBWD_F32, C, 0); db.alloc(NBWD_F32, C, 0); sdy.alloc(NBWD_F32, C, 0); sdyx.alloc(NBWD_F32, C, 0);
     x.fill(-2, 2); dy.fill(-1, 1); mean.fill(-0.5, 0.5); var.fill(0.3, 2); gamma.fill(0.5, 1.5);
-    x.up(); dy.up(); mean.up(); var.up(); gamma.up();
-    dx.up(); dg.up(); db.up(); sdy.up(); sdyx.up(); /* zeros, the padding too: whole buffers are compared */
+    if (relu) relu_dst_fill(dst.hp(), total, dt);
+    x.up(); dy.up(); mean.up(); var.up(); gamma.up(); dst.up();
+    dx.up(); dg.up(); db.up(); sdy.up(); sdyx.up(); add.up(); /* zeros, the padding too: whole buffers are compared */
     nbwd_batch_norm_bwd_args a;
     memset(&a, 0, sizeof a);
     a.src = x.dp(); a.diff_dst = dy.dp(); a.mean = mean.dp(); a.variance = var.dp(); a.gamma = gamma.dp();
     a.diff_src = dx.dp(); a.diff_gamma = dg.dp(); a.diff_beta = db.dp();
+    if (relu) a.dst = dst.dp();
+    if (relu == NBWD_FUSE_ADD_RELU) a.diff_src_add = add.dp();
     size_t need = 0;
     nbwd_gpu_batch_norm_bwd_workspace_size(&desc, &need);
     void *ws = nullptr;
     if (need) CK(cudaMalloc(&ws, need));
     int ok = nbwd_gpu_batch_norm_bwd(&desc, &a, ws, need, nullptr) == NBWD_OK;
     CK(cudaDeviceSynchronize());
-    dx.down(); dg.down(); db.down();
-    const std::vector<unsigned char> pdx = dx.h, pdg = dg.h, pdb = db.h;
+    dx.down(); dg.down(); db.down(); add.down();
+    const std::vector<unsigned char> pdx = dx.h, pdg = dg.h, pdb = db.h, padd = add.h;
     CK(cudaMemset(dx.d, 0, dx.h.size())); CK(cudaMemset(dg.d, 0, dg.h.size())); CK(cudaMemset(db.d, 0, db.h.size()));
+    CK(cudaMemset(add.d, 0, add.h.size()));
     nbwd_batch_norm_bwd_args r = a;
     r.diff_src = r.diff_gamma = r.diff_beta = nullptr;
     int64_t count = -1;
@@ -835,11 +950,11 @@ static void bn_one_slice_bits(int layout, int dt, int global, int rank, const in
     ok &= nbwd_gpu_batch_norm_bwd_apply(&desc, &a, (const float *)sdy.dp(), (const float *)sdyx.dp(), count, ws, need,
                                         nullptr) == NBWD_OK;
     CK(cudaDeviceSynchronize());
-    dx.down(); dg.down(); db.down(); sdy.down(); sdyx.down();
+    dx.down(); dg.down(); db.down(); sdy.down(); sdyx.down(); add.down();
     char w[300];
-    snprintf(w, sizeof w, "BN %s rank %d [%lld x ... x %lld] dt %d global %d: one slice's reduce + apply have the plain call's bits",
-             nxc ? "NXC" : "NCX", rank, (long long)dims[0], (long long)dims[rank - 1], dt, global);
-    nbwdt_check(ok && sdy.h == pdb && sdyx.h == pdg && dx.h == pdx && dg.h == pdg && db.h == pdb, w);
+    snprintf(w, sizeof w, "BN %s rank %d [%lld x ... x %lld] dt %d global %d relu %u: one slice's reduce + apply have the plain call's bits",
+             nxc ? "NXC" : "NCX", rank, (long long)dims[0], (long long)dims[rank - 1], dt, global, relu);
+    nbwdt_check(ok && sdy.h == pdb && sdyx.h == pdg && dx.h == pdx && dg.h == pdg && db.h == pdb && add.h == padd, w);
     if (ws) cudaFree(ws);
 }
 
@@ -1100,10 +1215,89 @@ batch_norm:
     {
         static const int64_t d4[4] = {4, 16, 3, 3}, d2[2] = {100, 3};
         for (int layout = 0; layout < 2; ++layout) {
-            bn_one_slice_bits(layout, NBWD_F32, 0, 4, d4);
-            bn_one_slice_bits(layout, NBWD_BF16, layout, 4, d4);
+            bn_one_slice_bits(layout, NBWD_F32, 0, 4, d4, 0);
+            bn_one_slice_bits(layout, NBWD_BF16, layout, 4, d4, 0);
+            bn_one_slice_bits(layout, NBWD_F16, layout, 4, d4, NBWD_FUSE_ADD_RELU);
+            bn_one_slice_bits(layout, NBWD_F32, 1 - layout, 4, d4, NBWD_FUSE_RELU);
         }
-        bn_one_slice_bits(NBWD_NXC, NBWD_F32, 0, 2, d2);
+        bn_one_slice_bits(NBWD_NXC, NBWD_F32, 0, 2, d2, 0);
+        bn_one_slice_bits(NBWD_NXC, NBWD_BF16, 0, 2, d2, NBWD_FUSE_ADD_RELU);
+    }
+    /* The fused ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU): each flag, every
+       dtype set, both layouts and [N, C], each form, one slice or the
+       two phases; dst with clipped values of every kind (zeros of both
+       signs, negatives, NaNs, -inf) and passing ones (subnormal, +inf);
+       dst and diff_src_add with strides of their own on every other case.
+       Then the options: diff_dst strided too (inner stride 2: only the
+       masking kernel reads it), each in-place pairing, frozen statistics
+       with and without the parameter gradients, diff_src_add alone,
+       accumulate, padded, misaligned, no gamma, and the two phases with
+       several of them. */
+    static const int64_t fshapes[][5] = {{4, 2, 3, 5, 7}, {4, 4, 16, 3, 3}, {2, 100, 3, 0, 0}, {4, 9, 5, 31, 33},
+                                         {3, 2, 64, 49, 0}};
+    for (int ri = 0; ri < 2; ++ri)
+        for (int si = 0; si < 5; ++si)
+            for (int layout = 0; layout < 2; ++layout)
+                for (int di = 0; di < 6; ++di) {
+                    if (getenv("NBWDT_GPU_QUICK") && (si > 1 || di > 1)) continue;
+                    if (si == 2 && layout == 1) continue; /* [N, C] reads the same in both layouts */
+                    const int v = si + di + layout;
+                    BnCase c;
+                    memset(&c, 0, sizeof c);
+                    c.rank = (int)fshapes[si][0];
+                    for (int d = 0; d < c.rank; ++d) c.dims[d] = fshapes[si][1 + d];
+                    c.layout = layout;
+                    c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                    c.form = v % 3; c.has_gamma = 1; c.want_dx = c.want_pg = 1;
+                    c.relu = ri ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+                    c.relu_st = v % 2;
+                    c.split = v % 4 == 3 ? 2 : 0;
+                    bn_run(c);
+                }
+    for (int ri = 0; ri < 2; ++ri)
+        for (int layout = 0; layout < 2; ++layout)
+            for (int opt = 0; opt < 16; ++opt) {
+                if (getenv("NBWDT_GPU_QUICK") && opt % 4 != 1) continue;
+                const int add = ri == 1, di = (opt + layout) % 6;
+                BnCase c;
+                memset(&c, 0, sizeof c);
+                c.rank = 4; c.dims[0] = 3; c.dims[1] = 24; c.dims[2] = 9; c.dims[3] = 16; c.layout = layout;
+                c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                c.has_gamma = 1; c.want_dx = c.want_pg = 1; c.form = opt % 3;
+                c.relu = add ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+                switch (opt) {
+                case 0: c.relu_st = 2; break;
+                case 1: c.relu_alias = add ? BRA_ADD_DY : BRA_DX_DST; break;
+                case 2: c.relu_alias = add ? BRA_ADD_DST : BRA_DX_DST; c.pad = 4; break;
+                case 3: c.relu_alias = BRA_DX_DST; c.relu_st = 1; break;
+                case 4: c.global = 1; c.relu_st = 1; break;
+                case 5: c.global = 1; c.want_pg = 0; break; /* dx alone: no reduction */
+                case 6: c.want_dx = c.want_pg = 0; break;   /* ADD_RELU: diff_src_add alone; RELU: nothing */
+                case 7: c.want_dx = 0; c.accumulate = 1; c.relu_st = 1; break;
+                case 8: c.inplace = 1; c.pad = 4; break;    /* diff_src == diff_dst */
+                case 9: c.misalign = 1; c.relu_st = 1; break;
+                case 10: c.has_gamma = 0; c.relu_st = 2; c.pad = 4; break;
+                case 11: c.split = 2; c.relu_st = 2; break;
+                case 12: c.split = 3; c.relu_alias = add ? BRA_ADD_DY : BRA_DX_DST; break;
+                /* (not diff_src_add == dst: reduce's diff_src_add overwrites the dst that apply masks with) */
+                case 13: c.split = 2; c.global = 1; c.relu_st = 1; break;
+                case 14: c.split = 2; c.want_dx = 0; c.relu_st = 1; c.accumulate = 1; break;
+                default: c.split = 3; c.dims[0] = 2; c.has_gamma = 0; c.relu_st = 1; break; /* one slice empty */
+                }
+                bn_run(c);
+            }
+    { /* [N, C]: a channel stride 2 on diff_src_add (ADD_RELU: the gathered kernels) or diff_dst (RELU: read by
+         the masking kernel alone), one slice or two */
+        BnCase c;
+        memset(&c, 0, sizeof c);
+        c.rank = 2; c.dims[0] = 300; c.dims[1] = 40;
+        c.dt = NBWD_BF16; c.sdt = c.pdt = NBWD_F32; c.has_gamma = 1; c.want_dx = c.want_pg = 1;
+        for (int k = 0; k < 4; ++k) {
+            c.relu = k % 2 ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+            c.relu_st = k % 2 ? 1 : 2;
+            c.split = k / 2 ? 2 : 0;
+            bn_run(c);
+        }
     }
 }
 
