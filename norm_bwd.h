@@ -191,7 +191,8 @@
      more than the plain call (1.6-1.9x its time). The flags hold for the
      two-phase calls too: both mask, and with NBWD_FUSE_ADD_RELU both write
      diff_src_add (the same values). diff_src_add may be exactly diff_dst
-     or dst, diff_src exactly dst (in place); the flags are exclusive.
+     or dst (not dst in the two-phase calls: reduce's output would replace
+     apply's mask), diff_src exactly dst (in place); the flags are exclusive.
 
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
@@ -2725,6 +2726,10 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     exact[11][1] =
         (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->diff_dst, p->st[1], p->rank, d->dims);
     exact[11][10] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->dst, p->st[3], p->rank, d->dims);
+    if (a->diff_src_add && exact[11][10] && sums)
+        return nbwd__fail(NBWD_ERR_BAD_ALIAS,
+                          "args.diff_src_add is args.dst: not in the two-phase calls (reduce's diff_src_add would "
+                          "replace the dst that apply masks with)");
     return nbwd__check_alias(NBWD__MAX_SPANS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
