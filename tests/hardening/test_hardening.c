@@ -5,7 +5,10 @@
                 (x, dy, mean, variance) or one BatchNorm channel (x, dy, mean,
                 variance, gamma) changes only that row's/channel's diff_src
                 and the diff_gamma/diff_beta entries it feeds; every other
-                output bit equals the clean run. On every path this build can
+                output bit equals the clean run. BatchNorm's fused ReLU: a
+                non-finite dy where dst <= 0 changes nothing, where dst > 0
+                only its channel (and its own diff_src_add element); a NaN
+                dst clips its element. On every path this build can
                 run (scalar, sse, avx2, avx512, neon; emulated ones included).
      overflow   shapes whose element count overflows, strides whose extent
                 overflows, impossible workspaces: an error status, no crash
@@ -239,12 +242,14 @@ typedef struct bn_case {
     void *x, *dy, *dx;
     float *mean, *var, *gamma, *dg, *db;
     int two_phase; /* the batch in two slices through reduce and apply */
+    unsigned relu; /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU: dst and (ADD) diff_src_add (dsa) given */
+    void *dst, *dsa;
 } bn_case;
 
 static void bn_alloc(bn_case *c, int rank, const int64_t *dims, nbwd_layout layout, nbwd_dtype dt, uint64_t seed) {
     int64_t i;
     int d;
-    c->rank = rank; c->layout = layout; c->dt = dt; c->two_phase = 0;
+    c->rank = rank; c->layout = layout; c->dt = dt; c->two_phase = 0; c->relu = 0;
     c->total = 1;
     for (d = 0; d < rank; ++d) { c->dims[d] = dims[d]; c->total *= dims[d]; }
     c->N = dims[0];
@@ -259,9 +264,12 @@ static void bn_alloc(bn_case *c, int rank, const int64_t *dims, nbwd_layout layo
     for (i = 0; i < c->C; ++i) {
         c->mean[i] = rng_f(&seed, -0.5f, 0.5f); c->var[i] = rng_f(&seed, 0.5f, 2); c->gamma[i] = rng_f(&seed, 0.5f, 1.5f);
     }
+    c->dst = xmalloc((size_t)c->total * esz(dt)); c->dsa = xmalloc((size_t)c->total * esz(dt));
+    for (i = 0; i < c->total; ++i) put(c->dst, i, dt, rng_f(&seed, -1, 1)); /* drawn last: x, dy, ... as before */
 }
 static void bn_free(bn_case *c) {
     free(c->x); free(c->dy); free(c->dx); free(c->mean); free(c->var); free(c->gamma); free(c->dg); free(c->db);
+    free(c->dst); free(c->dsa);
 }
 /* Channel of dense element i. */
 static int64_t bn_channel(const bn_case *c, int64_t i) {
@@ -280,6 +288,9 @@ static nbwd_status bn_run(const bn_case *c, int isa, int num_threads) {
     memset(&a, 0, sizeof a);
     a.src = c->x; a.diff_dst = c->dy; a.mean = c->mean; a.variance = c->var; a.gamma = c->gamma;
     a.diff_src = c->dx; a.diff_gamma = c->dg; a.diff_beta = c->db;
+    d.flags = c->relu;
+    if (c->relu) a.dst = c->dst;
+    if (c->relu == NBWD_FUSE_ADD_RELU) a.diff_src_add = c->dsa;
     if (c->two_phase) { /* batch entries [0, N/2) and [N/2, N), dense: offsets of whole entries */
         float *sums = (float *)xmalloc((size_t)c->C * 16);
         int64_t count[2] = {0, 0}, half = c->N / 2, k, ch, per = c->total / c->N * (int64_t)esz(c->dt);
@@ -293,6 +304,8 @@ static nbwd_status bn_run(const bn_case *c, int isa, int num_threads) {
                 r.src = (const char *)c->x + (k ? half * per : 0);
                 r.diff_dst = (const char *)c->dy + (k ? half * per : 0);
                 r.diff_src = (char *)c->dx + (k ? half * per : 0);
+                if (a.dst) r.dst = (const char *)c->dst + (k ? half * per : 0);
+                if (a.diff_src_add) r.diff_src_add = (char *)c->dsa + (k ? half * per : 0);
                 if (phase == 0) {
                     r.diff_src = r.diff_gamma = r.diff_beta = NULL;
                     s = nbwd_batch_norm_bwd_reduce(&sd, &r, sums + 2 * k * c->C, sums + (2 * k + 1) * c->C, &count[k],
@@ -376,6 +389,115 @@ static void nan_batch_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims
     bn_free(&c);
 }
 
+/* The fused ReLU (relu: NBWD_FUSE_RELU, or NBWD_FUSE_ADD_RELU with its
+   diff_src_add): dy counts only where dst > 0. A non-finite dy at element e
+   of channel ch where dst <= 0 (negative, +0, -0) is masked out: every
+   output bit equals the clean run's; where dst > 0 it reaches channel ch
+   alone, and diff_src_add's element e alone. A NaN dst (either sign)
+   clips e like a negative one, a NaN dy there included. */
+typedef struct bn_out { unsigned char *dx, *dsa; float *dg, *db; } bn_out;
+static void bn_out_save(const bn_case *c, bn_out *o) {
+    size_t bytes = (size_t)c->total * esz(c->dt);
+    if (!o->dx) {
+        o->dx = (unsigned char *)xmalloc(bytes); o->dsa = (unsigned char *)xmalloc(bytes);
+        o->dg = (float *)xmalloc((size_t)c->C * 4); o->db = (float *)xmalloc((size_t)c->C * 4);
+    }
+    memcpy(o->dx, c->dx, bytes); memcpy(o->dsa, c->dsa, bytes);
+    memcpy(o->dg, c->dg, (size_t)c->C * 4); memcpy(o->db, c->db, (size_t)c->C * 4);
+}
+static int bn_out_same(const bn_case *c, const bn_out *o) {
+    size_t bytes = (size_t)c->total * esz(c->dt);
+    return same_bits(c->dx, o->dx, bytes) && same_bits(c->dg, o->dg, (size_t)c->C * 4) &&
+           same_bits(c->db, o->db, (size_t)c->C * 4) &&
+           (c->relu != NBWD_FUSE_ADD_RELU || same_bits(c->dsa, o->dsa, bytes));
+}
+static void nan_batch_norm_relu(int isa, nbwd_dtype dt, int rank, const int64_t *dims, nbwd_layout layout,
+                                int two_phase, unsigned relu) {
+    static const float vals[3] = {NAN, INFINITY, -INFINITY};
+    static const float clipped[4] = {-0.5f, 0.0f, -0.0f, -INFINITY}; /* dst values that mask dy out */
+    bn_case c;
+    bn_out ref = {NULL, NULL, NULL, NULL};
+    int64_t ch, i, k, e;
+    size_t es = esz(dt);
+    int q, v, add = relu == NBWD_FUSE_ADD_RELU;
+    char what[160];
+    bn_alloc(&c, rank, dims, layout, dt, 4242 + (uint64_t)dims[1] * 7);
+    c.two_phase = two_phase;
+    c.relu = relu;
+    memset(c.dsa, 0xA5, (size_t)c.total * es);
+    ch = c.C / 2;
+    e = bn_index(&c, c.N - 1, ch, c.S - 1); /* the channel's last element: a SIMD tail in NCX */
+    put(c.dy, e, dt, 0.75f);
+    snprintf(what, sizeof what, "nan BN %s%s %s %s %s rank %d", add ? "add-relu" : "relu",
+             two_phase ? " two-phase" : "", nbwd_isa_name((nbwd_isa)isa), dt_name(dt),
+             layout == NBWD_NXC ? "nxc" : "ncx", rank);
+    /* dst <= 0 at e: a non-finite dy there changes no output bit */
+    for (q = 0; q < 4; ++q) {
+        put(c.dst, e, dt, clipped[q]);
+        snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = %g clean", what, (double)clipped[q]);
+        CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+        bn_out_save(&c, &ref);
+        if (add) CHECK(get(c.dsa, e, dt) == 0.0f && !signbit(get(c.dsa, e, dt))); /* +0 */
+        for (v = 0; v < 3; ++v) {
+            snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = %g, dy[e] = %g", what, (double)clipped[q], (double)vals[v]);
+            put(c.dy, e, dt, vals[v]);
+            CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+            put(c.dy, e, dt, 0.75f);
+            CHECK(bn_out_same(&c, &ref));
+        }
+    }
+    /* a NaN dst at e (either sign) clips it: the same bits as dst[e] = -0.5, even with a NaN dy */
+    put(c.dst, e, dt, -0.5f);
+    snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = -0.5 clean", what);
+    CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+    bn_out_save(&c, &ref);
+    for (q = 0; q < 2; ++q)
+        for (v = 0; v < 2; ++v) {
+            snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = %sNaN, dy[e] = %s", what, q ? "-" : "", v ? "NaN" : "0.75");
+            put(c.dst, e, dt, q ? -NAN : NAN);
+            if (v) put(c.dy, e, dt, NAN);
+            CHECK(isnan(get(c.dst, e, dt)));
+            CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+            put(c.dy, e, dt, 0.75f);
+            CHECK(bn_out_same(&c, &ref));
+        }
+    /* the mask matters: dst[e] > 0 lets dy[e] = 0.75 through, channel ch changes */
+    put(c.dst, e, dt, 0.5f);
+    snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = 0.5 clean", what);
+    CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+    CHECK(!same_bits(c.db + ch, ref.db + ch, 4)); /* sum dy: 0.75 more */
+    if (add) CHECK(get(c.dsa, e, dt) == get(c.dy, e, dt));
+    bn_out_save(&c, &ref);
+    /* dst > 0 at e: a non-finite dy reaches channel ch alone */
+    for (v = 0; v < 3; ++v) {
+        int others_ok = 1, params_ok = 1, all_nan = 1, dsa_ok = 1;
+        snprintf(g_ctx, sizeof g_ctx, "%s dst[e] = 0.5, dy[e] = %g", what, (double)vals[v]);
+        put(c.dy, e, dt, vals[v]);
+        CHECK_ST(bn_run(&c, isa, 0), NBWD_OK);
+        put(c.dy, e, dt, 0.75f);
+        for (i = 0; i < c.total; ++i) {
+            if (bn_channel(&c, i) != ch) {
+                if (!same_bits((char *)c.dx + i * (int64_t)es, ref.dx + i * (int64_t)es, es)) others_ok = 0;
+            } else if (v == 0 && !isnan(get(c.dx, i, dt))) {
+                all_nan = 0;
+            }
+            if (add && i != e && !same_bits((char *)c.dsa + i * (int64_t)es, ref.dsa + i * (int64_t)es, es)) dsa_ok = 0;
+        }
+        CHECK(others_ok);
+        for (k = 0; k < c.C; ++k)
+            if (k != ch && (!same_bits(&c.dg[k], &ref.dg[k], 4) || !same_bits(&c.db[k], &ref.db[k], 4))) params_ok = 0;
+        CHECK(params_ok);
+        CHECK(!isfinite(c.dg[ch]) && !isfinite(c.db[ch]));
+        if (v == 0) CHECK(all_nan && isnan(c.dg[ch]) && isnan(c.db[ch]));
+        if (add) {
+            CHECK(dsa_ok);
+            CHECK(v == 0 ? isnan(get(c.dsa, e, dt)) : get(c.dsa, e, dt) == vals[v]);
+        }
+    }
+    free(ref.dx); free(ref.dsa); free(ref.dg); free(ref.db);
+    bn_free(&c);
+}
+
 static void suite_nan(void) {
     static const nbwd_dtype dts[3] = {NBWD_F32, NBWD_BF16, NBWD_F16};
     static const int64_t ln_shapes[][2] = {{20, 37}, {9, 16}, {3, 1}, {17, 67}};
@@ -396,6 +518,11 @@ static void suite_nan(void) {
             nan_batch_norm(isa, dts[t], 2, bn2, NBWD_NXC, 0);
             nan_batch_norm(isa, dts[t], 4, bn4, NBWD_NXC, 1);
             nan_batch_norm(isa, dts[t], 4, bn4c, NBWD_NCX, 1);
+            nan_batch_norm_relu(isa, dts[t], 4, bn4, NBWD_NXC, 0, NBWD_FUSE_RELU);
+            nan_batch_norm_relu(isa, dts[t], 4, bn4c, NBWD_NCX, 0, NBWD_FUSE_ADD_RELU);
+            nan_batch_norm_relu(isa, dts[t], 2, bn2, NBWD_NXC, 0, NBWD_FUSE_ADD_RELU);
+            nan_batch_norm_relu(isa, dts[t], 4, bn4, NBWD_NXC, 1, NBWD_FUSE_ADD_RELU);
+            nan_batch_norm_relu(isa, dts[t], 4, bn4c, NBWD_NCX, 1, NBWD_FUSE_RELU);
         }
     }
 }
