@@ -1108,6 +1108,10 @@ static void bn_relu_two_phase_status(nbwd_layout L) {
     BN_RELU_REDUCE(AR); a.diff_src_add = (char *)g_ar[A_DST].base + 4;
     bn_reduce_expect(w = "reduce, diff_src_add = dst + 1 element", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
     bn_msg(w, "args.diff_src_add shares bytes with args.dst");
+    BN_RELU_REDUCE(AR); a.diff_src_add = (void *)a.dst;
+    bn_reduce_expect(w = "reduce, diff_src_add == dst (not in two phases)", &d, &a, sdy, sdyx, &count, 0,
+                     NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "args.diff_src_add is args.dst");
     BN_RELU_REDUCE(R); a.mean = sdyx;
     bn_reduce_expect("reduce, FUSE_RELU, sum_dy_xhat overlapping mean", &d, &a, sdy, sdyx, &count, 0,
                      NBWD_ERR_BAD_ALIAS);
@@ -1150,6 +1154,13 @@ static void bn_relu_two_phase_status(nbwd_layout L) {
     bn_apply_expect(w = "apply, diff_src_add overlapping sum_dy_xhat", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
                     NBWD_ERR_BAD_ALIAS);
     bn_msg(w, "args.diff_src_add shares bytes with sum_dy_xhat");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.dst;
+    bn_apply_expect(w = "apply, diff_src_add == dst (not in two phases)", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_ALIAS);
+    bn_msg(w, "args.diff_src_add is args.dst");
+    bn_relu(&d, &a, L, AR); a.diff_src_add = (void *)a.dst; a.diff_src = (void *)a.diff_dst;
+    bn_apply_expect("apply, diff_src_add == dst, diff_src == diff_dst", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
+                    NBWD_ERR_BAD_ALIAS);
     bn_relu(&d, &a, L, R); a.diff_src = (char *)g_ar[A_DST].base + 4;
     bn_apply_expect(w = "apply, diff_src = dst + 1 element", &d, &a, BN_SUMS_AT(0), BN_SUMS_AT(1), 10,
                     NBWD_ERR_BAD_ALIAS);
