@@ -1,13 +1,26 @@
 /* fuzz_batch_norm.c - libFuzzer target: random bytes -> one call of
    nbwd_batch_norm_bwd_workspace_size and nbwd_batch_norm_bwd, or of the
-   two-phase pair (reduce, then apply with its sums: the last byte read)
-   (rank, layout, dims, strides, pointers, aliasing, workspace, forced ISA
-   all decoded). The same checks as fuzz_layer_norm.c. */
+   two-phase pair (reduce, then apply with its sums) (rank, layout, dims,
+   strides, pointers, aliasing, workspace, forced ISA all decoded). The same
+   checks as fuzz_layer_norm.c. The fused ReLU (NBWD_FUSE_RELU,
+   NBWD_FUSE_ADD_RELU, args.dst and args.diff_src_add with their strides,
+   modes and aliases, and special dst values) comes from the bytes after the
+   two-phase byte: an input that ends before them keeps its meaning (no
+   relu, neither tensor).
+
+   Built with -DFZ_STANDALONE (no libFuzzer): a main that runs each file
+   named on the command line once and prints how many bytes each decodes
+   (for padding seeds before appending a byte for a new choice). */
 #define NORM_BWD_IMPLEMENTATION
 #include "norm_bwd.h"
 #include "fuzz_common.h"
 
-enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_DX, T_DG, T_DB, T_N };
+/* T_N0: the tensors decoded from the start (their mode bytes, alias
+   targets); dst and diff_src_add come after the two-phase byte */
+enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_DX, T_DG, T_DB, T_N0, T_DST = T_N0, T_DSA, T_N };
+/* FZ_STANDALONE prints them: the relu byte's position, the bytes decoded, the call's status */
+static size_t g_fz_relu_at, g_fz_decoded;
+static int g_fz_status, g_fz_relu, g_fz_two;
 
 /* Strides whose block [from, to) should be dense; dims outside it padded,
    one of them possibly negative; or arbitrary. */
@@ -53,13 +66,19 @@ static int dense_block(const int64_t *dims, const int64_t *st, int from, int to)
 /* two: nbwd_batch_norm_bwd_reduce over the whole batch as one slice, then
    nbwd_batch_norm_bwd_apply with its sums and count: the plain call's
    results (the same sums), so the same oracle holds. C: the channels
-   (< 0: not known, the plain call). */
+   (< 0: not known, the plain call).
+   An accepted reduce writes diff_src_add (NBWD_FUSE_ADD_RELU) though apply
+   may then refuse (an output that overlaps diff_src_add only in apply's
+   args): with w (the world, snapshot taken), that case is checked here,
+   apply wrote nothing and reduce only diff_src_add's elements, and
+   *checked says so (the caller's nothing-written check does not hold). */
 static nbwd_status fz_bn_call(int two, const nbwd_batch_norm_bwd_desc *d, const nbwd_batch_norm_bwd_args *a, void *ws,
-                              size_t ws_bytes, int64_t C) {
+                              size_t ws_bytes, int64_t C, const fz_world *w, int *checked) {
     nbwd_batch_norm_bwd_args ra;
     float *sums;
     int64_t count = -5;
     nbwd_status s;
+    *checked = 0;
     if (!two || C < 0 || C > FZ_CAP_ELEMS) return nbwd_batch_norm_bwd(d, a, ws, ws_bytes);
     sums = (float *)malloc((size_t)(2 * C + 1) * sizeof(float));
     if (!sums) FZ_FAIL("out of memory");
@@ -68,25 +87,82 @@ static nbwd_status fz_bn_call(int two, const nbwd_batch_norm_bwd_desc *d, const 
         ra.diff_src = ra.diff_gamma = ra.diff_beta = NULL;
     }
     s = nbwd_batch_norm_bwd_reduce(d, a ? &ra : NULL, sums, sums + C, &count, ws, ws_bytes);
-    if (s == NBWD_OK) s = nbwd_batch_norm_bwd_apply(d, a, sums, sums + C, count, ws, ws_bytes);
-    else FZ_ASSERT(count == -5, "a refused reduce wrote count");
+    if (s == NBWD_OK) {
+        unsigned char *after[FZ_MAXT + 2];
+        int k;
+        size_t b;
+        for (k = 0; w && k < w->na; ++k) {
+            if (!(after[k] = (unsigned char *)malloc(w->a[k].bytes))) FZ_FAIL("out of memory");
+            memcpy(after[k], w->a[k].mem, w->a[k].bytes);
+        }
+        s = nbwd_batch_norm_bwd_apply(d, a, sums, sums + C, count, ws, ws_bytes);
+        for (k = 0; w && k < w->na; ++k) {
+            for (b = 0; s != NBWD_OK && b < w->a[k].bytes; ++b) {
+                FZ_ASSERT(w->a[k].mem[b] == after[k][b], "a refused apply changed byte %zu of allocation %d", b, k);
+                FZ_ASSERT(w->a[k].mem[b] == w->a[k].snap[b] || (w->a[k].owners[b] & (1u << T_DSA)),
+                          "reduce changed byte %zu of allocation %d, not diff_src_add's", b, k);
+            }
+            free(after[k]);
+        }
+        *checked = w && s != NBWD_OK;
+    } else {
+        FZ_ASSERT(count == -5, "a refused reduce wrote count");
+    }
     free(sums);
     return s;
 }
 
 #define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
 
+/* The fused ReLU's dst: uniform [-1, 1), and by `special` one element NaN
+   (either sign), -0, +0, +inf, -inf or the smallest positive subnormal, or
+   a quarter of them +-0 (stored as bits: no conversion involved). */
+static void fz_fill_dst(fz_world *w, fz_rng *g, int special) {
+    fz_tensor *x = &w->t[T_DST];
+    int64_t e, n;
+    int f32 = x->dt == NBWD_F32, bf = x->dt == NBWD_BF16;
+    uint32_t bits = 0;
+    fz_fill(w, T_DST, g, -1, 1, 0);
+    if (!special || x->count == 0) return;
+    switch (special) {
+    case 1: bits = fz_next(g) & 1 ? (f32 ? 0xFFC00001u : bf ? 0xFFC1u : 0xFE01u) : (f32 ? 0x7FC00000u : bf ? 0x7FC0u : 0x7E00u); break;
+    case 2: bits = f32 ? 0x80000000u : 0x8000u; break;
+    case 3: bits = 0; break;
+    case 4: bits = f32 ? 0x7F800000u : bf ? 0x7F80u : 0x7C00u; break;
+    case 5: bits = f32 ? 0xFF800000u : bf ? 0xFF80u : 0xFC00u; break;
+    case 6: bits = 1; break;
+    default: break;
+    }
+    for (n = 0; n < (special == 7 ? x->count / 4 + 1 : 1); ++n) {
+        unsigned char *p;
+        e = (int64_t)(fz_next(g) % (uint64_t)x->count);
+        p = x->base + fz_offset(x->rank, x->dims, x->st, e) * (int64_t)fz_esz(x->dt);
+        if (special == 7) bits = fz_next(g) & 1 ? (f32 ? 0x80000000u : 0x8000u) : 0;
+        if (f32) memcpy(p, &bits, 4);
+        else { uint16_t h = (uint16_t)bits; memcpy(p, &h, 2); }
+    }
+}
+
+/* The fused ReLU's dy at logical element lin: dy where dst > 0 (a float
+   comparison: NaN and -0 fail it), else 0; the values before the call. */
+static double fz_bn_dy(const fz_world *w, int relu, int rank, const int64_t *dims, int64_t lin) {
+    const fz_tensor *ty = &w->t[T_DY], *td = &w->t[T_DST];
+    double yv = fz_load(fz_snap_base(w, T_DY), ty->dt, fz_offset(rank, dims, ty->st, lin));
+    if (relu && !(fz_load(fz_snap_base(w, T_DST), td->dt, fz_offset(rank, dims, td->st, lin)) > 0.0)) yv = 0.0;
+    return yv;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int why = 0; /* the first rule that made the call invalid, for the report */
     fz_rd rd = {data, size, 0};
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
-    int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK];
+    int64_t sx[NBWD_MAX_RANK], sdy[NBWD_MAX_RANK], sdx[NBWD_MAX_RANK], sdst[NBWD_MAX_RANK], sdsa[NBWD_MAX_RANK];
     int64_t cst[T_N]; /* the [C] tensors' strides (T_MEAN .. T_STD share var_strides) */
     int64_t dims[NBWD_MAX_RANK], N = 0, C = 0, S = 1, total = 1, nz = 1;
     int rank, i, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok = 0, nxc = 1;
     int mode[T_N], want[T_N], ws_mode, args_null, special, injected = 0, isa_runnable, bfrom = 0, bto = 0;
-    int alias_of[T_N], two_phase;
+    int alias_of[T_N], two_phase, reduce_checked = 0, shape_rej, dense7, relu = 0, dst_special = 0;
     int64_t Cd = -1; /* the channels for the two-phase calls' sums, where the rank and layout are valid */
     int64_t alias_delta[T_N];
     size_t ws_bytes = 0, qbytes = 777;
@@ -135,13 +211,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bfrom = layout == NBWD_NXC && rank > 2 ? rank - 1 : 2; /* [N, C]: no dense block, C strided freely */
         bto = rank;
     }
+    shape_rej = must_reject;
     d.src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sx);
     d.diff_dst_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sdy);
     d.diff_src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, bfrom, bto, sdx);
-    if (!must_reject && (!dense_block(dims, d.src_strides, bfrom, bto) ||
-                         !dense_block(dims, d.diff_dst_strides, bfrom, bto) ||
-                         !dense_block(dims, d.diff_src_strides, bfrom, bto)))
-        REJECT(7);
+    /* rule 7 once the relu byte is read: with a relu flag diff_dst may have any strides */
+    dense7 = dense_block(dims, d.src_strides, bfrom, bto) && dense_block(dims, d.diff_src_strides, bfrom, bto);
     if (d.src_strides || d.diff_dst_strides || d.diff_src_strides) natural = 0;
     /* the [C] tensors: NULL (dense), a padded or negative stride, or anything */
     for (i = 0; i < T_N; ++i) cst[i] = 1;
@@ -161,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cst[T_RSTD] = cst[T_STD] = cst[T_VAR];
     }
 
-    for (i = 0; i < T_N; ++i) {
+    for (i = 0; i < T_N0; ++i) {
         uint8_t m = fz_u8(&rd);
         int form = (int)d.stats_form;
         int needed = i == T_DY || (i == T_SRC && form != 2) || (i == T_XHAT && form == 2) ||
@@ -176,7 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
         else {
             mode[i] = 3, want[i] = 1, natural = 0;
-            alias_of[i] = fz_u8(&rd) % T_N;
+            alias_of[i] = fz_u8(&rd) % T_N0;
             alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
         }
     }
@@ -187,7 +262,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g.s = fz_u64(&rd);
     special = fz_u8(&rd);
     special = special >= 224 ? 1 + special % 5 : 0;
-    two_phase = fz_u8(&rd) >= 128; /* the last byte read: the corpus before it keeps its meaning */
+    two_phase = fz_u8(&rd) >= 128;
+    /* The fused ReLU, after the two-phase byte: 0 .. 127 none (dst and
+       diff_src_add natural: absent), then FUSE_RELU, FUSE_ADD_RELU, both
+       (refused); the byte's low bits pick special dst values. Then each
+       tensor's mode (as the others') and strides (dst: any, diff_src_add:
+       a dense block as diff_src's). */
+    g_fz_relu_at = rd.i;
+    {
+        uint8_t b = fz_u8(&rd);
+        relu = b < 128 ? 0 : b < 176 ? (int)NBWD_FUSE_RELU : b < 240 ? (int)NBWD_FUSE_ADD_RELU
+                                                                   : (int)(NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU);
+        dst_special = b % 8;
+        d.flags |= (unsigned)relu;
+    }
+    for (i = T_DST; i <= T_DSA; ++i) {
+        uint8_t m = fz_u8(&rd);
+        int needed = i == T_DST ? relu != 0 : relu == (int)NBWD_FUSE_ADD_RELU;
+        alias_of[i] = -1;
+        alias_delta[i] = 0;
+        if (m < 200) mode[i] = 0, want[i] = needed;
+        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
+        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
+        else {
+            mode[i] = 3, want[i] = 1, natural = 0;
+            alias_of[i] = fz_u8(&rd) % T_N; /* any tensor placed before it: diff_src_add onto dst too */
+            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
+        }
+    }
+    d.dst_strides = fz_strides(&rd, shape_rej ? 0 : rank, dims, bfrom, bto, sdst);
+    d.diff_src_add_strides = fz_strides(&rd, shape_rej ? 0 : rank, dims, bfrom, bto, sdsa);
+    if (d.dst_strides || d.diff_src_add_strides) natural = 0;
+    g_fz_decoded = rd.i;
+    g_fz_relu = relu;
+    g_fz_two = two_phase;
+    if (!shape_rej && (!dense7 || (!relu && !dense_block(dims, d.diff_dst_strides, bfrom, bto)))) REJECT(7);
+    if (relu == (int)(NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU)) REJECT(9); /* one ReLU, after an add or not */
+    if ((!relu && (want[T_DST] || want[T_DSA])) || (relu == (int)NBWD_FUSE_RELU && want[T_DSA])) REJECT(10);
+    if (!shape_rej && relu == (int)NBWD_FUSE_ADD_RELU && !dense_block(dims, d.diff_src_add_strides, bfrom, bto))
+        REJECT(11);
     if (rank >= 2 && rank <= NBWD_MAX_RANK && ((int)layout == NBWD_NXC || (int)layout == NBWD_NCX))
         Cd = layout == NBWD_NXC || rank == 2 ? dims[rank - 1] : dims[1];
     if (force >= 0) {
@@ -212,12 +325,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (i = 0; i < T_N; ++i) {
             fz_tensor *t = &w.t[i];
             const int64_t *st = i == T_SRC || i == T_XHAT ? d.src_strides : i == T_DY ? d.diff_dst_strides
-                                : i == T_DX ? d.diff_src_strides : NULL;
-            int k;
+                                : i == T_DX ? d.diff_src_strides : i == T_DST ? d.dst_strides
+                                : i == T_DSA ? d.diff_src_add_strides : NULL;
+            int k, data = i <= T_DY || i == T_DX || i == T_DST || i == T_DSA;
             t->present = want[i];
-            t->is_output = i >= T_DX;
-            t->dt = i <= T_DY || i == T_DX ? (int)d.data_dtype : i <= T_STD ? (int)d.stats_dtype : (int)d.param_dtype;
-            if (i <= T_DY || i == T_DX) {
+            t->is_output = i == T_DX || i == T_DG || i == T_DB || i == T_DSA;
+            t->dt = data ? (int)d.data_dtype : i <= T_STD ? (int)d.stats_dtype : (int)d.param_dtype;
+            if (data) {
                 t->rank = rank;
                 for (k = 0; k < rank; ++k) { t->dims[k] = dims[k]; t->st[k] = st ? st[k] : ddx[k]; }
             } else {
@@ -243,13 +357,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memset(&a, 0, sizeof a);
         a.src = p[T_SRC]; a.xhat = p[T_XHAT]; a.diff_dst = p[T_DY]; a.mean = p[T_MEAN]; a.variance = p[T_VAR];
         a.rstd = p[T_RSTD]; a.std = p[T_STD]; a.gamma = p[T_GAMMA]; a.diff_src = p[T_DX];
-        a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB];
+        a.diff_gamma = p[T_DG]; a.diff_beta = p[T_DB]; a.dst = p[T_DST]; a.diff_src_add = p[T_DSA];
         /* A small workspace: a huge accepted descriptor stops at
            INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
         /* rule 8 (diff_gamma without diff_beta) is the outputs': reduce, which
            takes none, would accept the call and read these small buffers */
+        int checked;
         s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
-                       must_reject ? 0 : sizeof small_ws, must_reject && why == 8 ? -1 : Cd);
+                       must_reject ? 0 : sizeof small_ws, must_reject && why == 8 ? -1 : Cd, NULL, &checked);
+        g_fz_status = (int)s;
         if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
         if (must_reject) {
             FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, layout %d, dims %lld %lld %lld)",
@@ -278,11 +394,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             else if (i == T_GAMMA) injected |= fz_fill(&w, i, &g, -2, 2, special == 5);
             else if (i == T_VAR || i == T_RSTD || i == T_STD) fz_fill(&w, i, &g, 0.25, 4, 0);
             else if (i == T_DG || i == T_DB) fz_fill(&w, i, &g, -1, 1, 0);
+            else if (i == T_DST) fz_fill_dst(&w, &g, dst_special);
         }
         for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
         w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2;
         w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1; w.t[T_STD].used &= form == 2;
         w.t[T_GAMMA].used &= w.t[T_DG].present; /* without diff_gamma/diff_beta gamma is ignored */
+        w.t[T_DST].used &= relu != 0;
     }
     for (i = 0; i < T_N; ++i)
         if (w.t[i].present) fz_mark(&w, i);
@@ -308,9 +426,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
     a.src = P(T_SRC); a.xhat = P(T_XHAT); a.diff_dst = P(T_DY); a.mean = P(T_MEAN); a.variance = P(T_VAR);
     a.rstd = P(T_RSTD); a.std = P(T_STD); a.gamma = P(T_GAMMA); a.diff_src = P(T_DX);
-    a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
+    a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB); a.dst = P(T_DST); a.diff_src_add = P(T_DSA);
 #undef P
-    s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, ws, ws_bytes, Cd);
+    s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, ws, ws_bytes, Cd, &w, &reduce_checked);
+    g_fz_status = (int)s;
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
@@ -322,7 +441,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_ASSERT(s == NBWD_OK, "rejected a valid call: %s (rank %d, layout %d, dims %lld %lld %lld, form %d, dt %d)",
                   nbwd_status_string(s), rank, (int)layout, (long long)dims[0], (long long)dims[1],
                   (long long)(rank > 2 ? dims[2] : -1), (int)d.stats_form, (int)d.data_dtype);
-    fz_check_untouched(&w, s == NBWD_OK, "batch_norm");
+    if (!reduce_checked) fz_check_untouched(&w, s == NBWD_OK, "batch_norm");
     if (s == NBWD_OK) {
         unsigned char allowed[FZ_MAXT][FZ_MAXT];
         int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 1 ? T_RSTD : T_STD;
@@ -332,13 +451,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memset(allowed, 0, sizeof allowed);
         allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
         allowed[T_DX][T_DY] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DY]);
+        allowed[T_DX][T_DST] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DST]);
+        allowed[T_DSA][T_DY] = (unsigned char)fz_same_view(&w.t[T_DSA], &w.t[T_DY]);
+        allowed[T_DSA][T_DST] = (unsigned char)fz_same_view(&w.t[T_DSA], &w.t[T_DST]);
         fz_allow_unread(&w, allowed);
         fz_check_overlap(&w, allowed, "batch_norm");
         FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
+        FZ_ASSERT(total == 0 || !relu || w.t[T_DST].present, "accepted a relu flag without dst");
+        FZ_ASSERT(total == 0 || relu != (int)NBWD_FUSE_ADD_RELU || w.t[T_DSA].present,
+                  "accepted NBWD_FUSE_ADD_RELU without diff_src_add");
+        /* Two phases refuse diff_src_add exactly dst: reduce would overwrite
+           dst with the masked dy, which apply's mask then reads. */
+        FZ_ASSERT(!(two_phase && Cd >= 0 && Cd <= FZ_CAP_ELEMS && total > 0 && relu == (int)NBWD_FUSE_ADD_RELU &&
+                    fz_same_view(&w.t[T_DSA], &w.t[T_DST])),
+                  "the two-phase calls accepted diff_src_add == dst");
+        if (relu == (int)NBWD_FUSE_ADD_RELU) { /* diff_src_add: dy's bits where dst > 0, else +0 */
+            const fz_tensor *ty = &w.t[T_DY], *td = &w.t[T_DST], *ta = &w.t[T_DSA];
+            size_t es = fz_esz(ty->dt);
+            for (e = 0; e < total; ++e) {
+                static const unsigned char zero[4] = {0, 0, 0, 0};
+                const unsigned char *src = fz_snap_base(&w, T_DY) + fz_offset(rank, dims, ty->st, e) * (int64_t)es;
+                const unsigned char *got = ta->base + fz_offset(rank, dims, ta->st, e) * (int64_t)es;
+                int pos = fz_load(fz_snap_base(&w, T_DST), td->dt, fz_offset(rank, dims, td->st, e)) > 0.0;
+                if (memcmp(got, pos ? src : zero, es) != 0)
+                    FZ_FAIL("batch_norm diff_src_add element %lld: got %.9g, want %.9g (dst %.9g) dt %d layout %d",
+                            (long long)e, fz_load(got, ta->dt, 0), pos ? fz_load(src, ty->dt, 0) : 0.0,
+                            fz_load(fz_snap_base(&w, T_DST), td->dt, fz_offset(rank, dims, td->st, e)),
+                            (int)d.data_dtype, (int)layout);
+            }
+        }
         FZ_ASSERT(C == 0 || (w.t[sp].present && (form == 2 || w.t[T_MEAN].present)), "accepted without stats");
         for (c = 0; c < C; ++c) {
-            const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
-            const unsigned char *xb = M > 0 ? fz_snap_base(&w, xi) : NULL, *yb = M > 0 ? fz_snap_base(&w, T_DY) : NULL;
+            const fz_tensor *tx = &w.t[xi], *tdx = &w.t[T_DX];
+            const unsigned char *xb = M > 0 ? fz_snap_base(&w, xi) : NULL;
             double mean = 0, rstd, sdy = 0, sdyx = 0, ady = 0, adyx = 0, gm = 1.0, prev;
             double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, c * cst[sp]);
             if (form != 2) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, c * cst[T_MEAN]);
@@ -348,14 +493,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #define LIN(e_) (nxc ? (((e_) / S) * S + (e_) % S) * C + c : (((e_) / S) * C + c) * S + (e_) % S)
             for (e = 0; e < M; ++e) {
                 double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(e)));
-                double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, LIN(e)));
+                double yv = fz_bn_dy(&w, relu, rank, dims, LIN(e));
                 double xh = form == 2 ? xv : (xv - mean) * rstd;
                 sdy += yv; sdyx += yv * xh; ady += fabs(yv); adyx += fabs(yv * xh);
             }
             if (w.t[T_DX].present && M > 0 && fabs(rstd * gm) < 1e30 && (global || fabs(sdyx) < 1e30)) {
                 for (e = 0; e < M; ++e) {
                     double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(e)));
-                    double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, LIN(e)));
+                    double yv = fz_bn_dy(&w, relu, rank, dims, LIN(e));
                     double xh = form == 2 ? xv : (xv - mean) * rstd;
                     /* global statistics: dy * gamma * rstd, x no part (a non-finite x - mean: NaN, unchecked) */
                     double want_v = global ? rstd * gm * yv : rstd * gm * (yv - sdy / (double)M - xh * sdyx / (double)M);
@@ -390,3 +535,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_world_free(&w);
     return 0;
 }
+
+#if defined(FZ_STANDALONE)
+/* Each file once, without libFuzzer (any compiler, with or without
+   sanitizers): a failed check aborts as under libFuzzer. */
+int main(int argc, char **argv) {
+    int i;
+    for (i = 1; i < argc; ++i) {
+        FILE *f = fopen(argv[i], "rb");
+        uint8_t *buf;
+        long n;
+        if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+            fprintf(stderr, "%s: cannot read\n", argv[i]);
+            return 2;
+        }
+        buf = (uint8_t *)malloc((size_t)n + 1);
+        if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            fprintf(stderr, "%s: cannot read\n", argv[i]);
+            return 2;
+        }
+        fclose(f);
+        LLVMFuzzerTestOneInput(buf, (size_t)n);
+        printf("%s: %ld bytes, the relu byte at %zu, %zu decoded, relu %d, two-phase %d, status %s\n", argv[i], n,
+               g_fz_relu_at, g_fz_decoded, g_fz_relu, g_fz_two, nbwd_status_string((nbwd_status)g_fz_status));
+        free(buf);
+    }
+    return 0;
+}
+#endif

@@ -40,8 +40,14 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
 
 /* ------------------------------------------------------------ decoder */
+/* Past the end every byte reads 0; i keeps counting (the bytes an input
+   would need to reach a choice: pad to it before appending one). */
 typedef struct fz_rd { const uint8_t *p; size_t n, i; } fz_rd;
-static inline uint8_t fz_u8(fz_rd *r) { return r->i < r->n ? r->p[r->i++] : 0; }
+static inline uint8_t fz_u8(fz_rd *r) {
+    uint8_t b = r->i < r->n ? r->p[r->i] : 0;
+    ++r->i;
+    return b;
+}
 static inline uint32_t fz_u32(fz_rd *r) {
     uint32_t v = 0;
     int k;
@@ -186,7 +192,7 @@ static inline int64_t fz_offset(int rank, const int64_t *dims, const int64_t *st
 
 /* One allocation per tensor (ASan redzones around it); aliases point into
    another tensor's allocation. */
-#define FZ_MAXT 12
+#define FZ_MAXT 14
 typedef struct fz_alloc {
     unsigned char *mem, *snap, *writable;
     uint16_t *owners; /* tensors covering each byte (bit t) */
