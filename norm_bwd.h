@@ -186,9 +186,11 @@
      added tensor's gradient, the masked diff_dst, to args.diff_src_add
      (required; data dtype, desc.diff_src_add_strides, whose channels (NXC)
      or spatial dims (NCX) must be dense, as diff_src's); the kernels then
-     read it from there. NBWD_FUSE_RELU stages the masked diff_dst in the
-     workspace (N * spatial * C elements more). One pass over dy and dst
-     more than the plain call (1.6-1.9x its time). The flags hold for the
+     read it from there. NBWD_FUSE_RELU stages the masked diff_dst in
+     diff_src (not when that is src or xhat, in place) or, without one, in
+     the workspace: the size query counts N * spatial * C elements more, a
+     call that allocates its own takes them only then. One pass over dy and
+     dst more than the plain call. The flags hold for the
      two-phase calls too: both mask, and with NBWD_FUSE_ADD_RELU both write
      diff_src_add (the same values). diff_src_add may be exactly diff_dst
      or dst (not dst in the two-phase calls: reduce's output would replace
@@ -2613,8 +2615,6 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     p->ws_bytes = 0;
     if (p->M == 0 || p->C == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
     p->ws_coef = nbwd__ws_take(&p->ws_bytes, (size_t)p->C * 5 * 4);
-    if (p->relu == NBWD_FUSE_RELU)
-        p->ws_masked = nbwd__ws_take(&p->ws_bytes, (size_t)(p->M * p->C) * nbwd__esize(p->dt));
     if (p->nxc) {
         p->rows = p->M;
         nbwd__row_blocking(p->rows, p->C, &p->rows_per_block, &p->nblocks);
@@ -2630,6 +2630,9 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
         if (p->cblock < 1) p->cblock = 1;
         if (p->cblock > p->C) p->cblock = p->C > 0 ? p->C : 1;
     }
+    /* last, so that a call which stages it in diff_src allocates less */
+    if (p->relu == NBWD_FUSE_RELU)
+        p->ws_masked = nbwd__ws_take(&p->ws_bytes, (size_t)(p->M * p->C) * nbwd__esize(p->dt));
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
 }
@@ -3129,15 +3132,20 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     void *owned;
     char *ws;
     int64_t c, i, C;
-    int threads;
+    int threads, mask_in_dx;
+    size_t own;
     if ((s = nbwd__bn_validate(desc, args, sums, &p, NULL)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
-    if ((s = nbwd__get_workspace(p.ws_bytes,
-                                 p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma || p.relu) ? p.ws_bytes
-                                                                                                     : 0,
-                                 workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
-        return s;
+    /* NBWD_FUSE_RELU stages the masked dy in diff_src where there is one
+       (elementwise, so diff_src may be dy or dst; not x, read after it):
+       no workspace of the tensor's size to allocate and fault in */
+    mask_in_dx = p.relu == NBWD_FUSE_RELU && args->diff_src &&
+                 !nbwd__same_view(args->diff_src, p.st[2], nbwd__x_of(p.form, args->src, args->xhat, NULL), p.st[0],
+                                  p.rank, desc->dims);
+    own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma || p.relu) ? p.ws_bytes : 0;
+    if (own && mask_in_dx) own = p.ws_masked + NBWD__WS_ALIGN;
+    if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     C = p.C;
     r.p = &p;
@@ -3169,6 +3177,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
         nbwd__strides(p.rank, desc->dims, NULL, dense);
         if (p.relu == NBWD_FUSE_ADD_RELU)
             nbwd__bn_mask(&p, &r, desc->dims, args->dst, (char *)args->diff_src_add, p.st[4], desc->num_threads);
+        else if (mask_in_dx)
+            nbwd__bn_mask(&p, &r, desc->dims, args->dst, (char *)args->diff_src, p.st[2], desc->num_threads);
         else
             nbwd__bn_mask(&p, &r, desc->dims, args->dst, ws + p.ws_masked, dense, desc->num_threads);
     }
