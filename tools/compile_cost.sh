@@ -17,8 +17,11 @@
 # yardstick: norm_bwd.h as it was at 9555be6 (tools/compile_cost_yardstick.
 # tar.xz, never changed), which the same slow spells slow alike. Every time
 # is scaled by (the yardstick's gcc -O2 time on the budget's machine) / (its
-# least time here) before it is checked: the code's growth over the
-# yardstick decides, not the CPU. Both raw and scaled times are printed.
+# time here) before it is checked: the code's growth over the yardstick
+# decides, not the CPU. The gcc -O2 line takes the median of the builds'
+# paired ratios (header / the yardstick right after it): least times taken
+# apart could pair a quiet minute's yardstick with a busier minute's
+# header. Both raw and scaled times are printed.
 # The -O2 lines, with the least room, are the least of RUNS builds (clang's
 # scaled by gcc's yardstick: one build of it swung by a third); the -O0
 # lines, far under their budgets, take one build; a scaled time over
@@ -46,7 +49,7 @@ printf '#include "norm_bwd.h"\nfloat nbwd_cost_probe(void) { return nbwd_bf16_to
 # (a second series).
 measure() {
     [ "$6" = 1 ] || T=999
-    [ "$6" = 1 ] || [ "$5" = 0 ] || YS=999
+    [ "$6" = 1 ] || [ "$5" = 0 ] || { YS=999; : > "$B/ratios"; }
     M=0
     i=0
     while [ $i -lt "$4" ]; do
@@ -61,6 +64,7 @@ measure() {
             fi
             read -r yu ys_ < "$B/time_ys"
             YS=$(echo "$yu $ys_ $YS" | awk '{t = $1 + $2; print (t < $3) ? t : $3}')
+            echo "$u $s $yu $ys_" | awk '{print ($1 + $2) / ($3 + $4)}' >> "$B/ratios"
         fi
         m=$((m / 1024)); [ "$m" -gt "$M" ] && M=$m
         i=$((i + 1))
@@ -78,8 +82,16 @@ check() {
     printf '    %-34s %10s %s (budget %s %s) %s\n' "$1" "$2" "$4" "$3" "$4" "$verdict"
 }
 
-# scale: S = T * YS_REF / YS, the time on the budget's machine
-scale() { S=$(echo "$T $YS_REF $YS" | awk '{printf "%.2f", $1 * $2 / $3}'); }
+# scale: S = T * YS_REF / YS, the time on the budget's machine; with paired
+# builds (scale 1: gcc -O2) S = YS_REF * the median paired ratio
+scale() {
+    if [ "${1:-0}" = 1 ] && [ -s "$B/ratios" ]; then
+        S=$(sort -g "$B/ratios" | awk -v r="$YS_REF" '{v[NR] = $1}
+            END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m * r}')
+    else
+        S=$(echo "$T $YS_REF $YS" | awk '{printf "%.2f", $1 * $2 / $3}')
+    fi
+}
 
 echo "compile cost: the implementation file, every path compiled in ($(uname -m)); CPU times scaled to the"
 echo "budget's machine by a yardstick built after each gcc -O2 build (the header at 9555be6; see the script's head)"
@@ -94,15 +106,16 @@ for cc in gcc clang; do
         fi
         limit=6
         [ "$opt" = "-O2" ] && limit=5
-        scale
+        scale $ys
         if awk -v t="$S" -v l="$limit" 'BEGIN {exit !(t > l)}'; then
             first=$S
             measure $cc "$opt" "$B/impl.c" "$RUNS" $ys 1 || true
-            scale
+            scale $ys
             echo "  $cc $opt: $first s over the budget; measured again: $S s"
         fi
         if [ $ys = 1 ]; then
-            echo "  $cc $opt: $T s here (least of $runs), the yardstick $YS s here and $YS_REF s there; largest function $BIGNAME"
+            echo "  $cc $opt: $T s here (least of $runs), the yardstick $YS s here and $YS_REF s there;" \
+                "paired ratios $(sort -g "$B/ratios" | awk '{printf "%s%.3f", (NR > 1 ? " " : ""), $1}'); largest function $BIGNAME"
         else
             echo "  $cc $opt: $T s here; largest function $BIGNAME"
         fi
