@@ -3143,7 +3143,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     mask_in_dx = p.relu == NBWD_FUSE_RELU && args->diff_src &&
                  !nbwd__same_view(args->diff_src, p.st[2], nbwd__x_of(p.form, args->src, args->xhat, NULL), p.st[0],
                                   p.rank, desc->dims);
-    own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma || p.relu) ? p.ws_bytes : 0;
+    /* diff_src_add alone (NBWD_FUSE_ADD_RELU) is the mask pass alone: no workspace */
+    own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0;
     if (own && mask_in_dx) own = p.ws_masked + NBWD__WS_ALIGN;
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
@@ -3172,7 +3173,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
         }
     }
     r.dy = (const char *)args->diff_dst;
-    if (p.M > 0 && C > 0 && p.relu) { /* diff_src_add is written even if nothing else is */
+    if (p.M > 0 && C > 0 && (p.relu == NBWD_FUSE_ADD_RELU || (p.relu && (r.want_dx || r.dgamma)))) {
+        /* diff_src_add is written even if nothing else is */
         int64_t dense[NBWD_MAX_RANK];
         nbwd__strides(p.rank, desc->dims, NULL, dense);
         if (p.relu == NBWD_FUSE_ADD_RELU)

@@ -401,6 +401,9 @@ static int bn_run(const bn_cfg *c) {
     if (c->caller_ws)
         ok &= CHECK(t_hook_allocs() == allocs0, "the call allocated %ld blocks although given a workspace",
                     t_hook_allocs() - allocs0);
+    if (c->relu == NBWD_FUSE_ADD_RELU && !c->want_dx && !c->params) /* the mask pass alone */
+        ok &= CHECK(t_hook_allocs() == allocs0, "diff_src_add alone allocated %ld blocks",
+                    t_hook_allocs() - allocs0);
     if (st == NBWD_OK) {
         if (c->want_dx && total > 0) ok &= T_COMPARE_BUF("diff_src", pdx, rdx, rdx_tol);
         if (c->params) {
