@@ -3175,14 +3175,13 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     r.dy = (const char *)args->diff_dst;
     if (p.M > 0 && C > 0 && (p.relu == NBWD_FUSE_ADD_RELU || (p.relu && (r.want_dx || r.dgamma)))) {
         /* diff_src_add is written even if nothing else is */
-        int64_t dense[NBWD_MAX_RANK];
-        nbwd__strides(p.rank, desc->dims, NULL, dense);
-        if (p.relu == NBWD_FUSE_ADD_RELU)
-            nbwd__bn_mask(&p, &r, desc->dims, args->dst, (char *)args->diff_src_add, p.st[4], desc->num_threads);
-        else if (mask_in_dx)
-            nbwd__bn_mask(&p, &r, desc->dims, args->dst, (char *)args->diff_src, p.st[2], desc->num_threads);
-        else
-            nbwd__bn_mask(&p, &r, desc->dims, args->dst, ws + p.ws_masked, dense, desc->num_threads);
+        int64_t st[NBWD_MAX_RANK]; /* the masked dy's: diff_src_add's, diff_src's or dense */
+        char *out = p.relu == NBWD_FUSE_ADD_RELU ? (char *)args->diff_src_add
+                    : mask_in_dx                 ? (char *)args->diff_src
+                                                 : ws + p.ws_masked;
+        nbwd__strides(p.rank, desc->dims,
+                      p.relu == NBWD_FUSE_ADD_RELU ? p.st[4] : mask_in_dx ? p.st[2] : NULL, st);
+        nbwd__bn_mask(&p, &r, desc->dims, args->dst, out, st, desc->num_threads);
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
         const void *spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
