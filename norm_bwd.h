@@ -196,6 +196,38 @@
      or dst (not dst in the two-phase calls: reduce's output would replace
      apply's mask), diff_src exactly dst (in place); the flags are exclusive.
 
+   GroupNorm and InstanceNorm backward (PyTorch's native_group_norm_backward):
+       void        nbwd_group_norm_bwd_desc_init(desc, rank, dims, layout,
+                                                 groups, eps)
+       nbwd_status nbwd_group_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_group_norm_bwd(desc, args, workspace, workspace_bytes)
+     layout NBWD_NCX (dims = [N, C, spatial...]) or NBWD_NXC ([N,
+     spatial..., C]); rank >= 2. The channels fall into groups of C / groups
+     consecutive channels (groups >= 1 must divide C: NBWD_ERR_BAD_PARAM
+     otherwise); a set is one sample's group, K = C / groups * spatial
+     elements, normalized together: xhat = (x - mean) * rstd, g = dy *
+     gamma[c], diff_src = rstd * (g - mean(g) - xhat * mean(g * xhat)) over
+     the set; diff_gamma[c] = sum dy * xhat, diff_beta[c] = sum dy over the
+     samples and spatial positions. InstanceNorm is groups = C (a set is one
+     channel's plane of one sample); LayerNorm over [C, spatial...] with a
+     per-channel gamma is groups = 1. Statistics [N, groups] (mean_strides,
+     var_strides: two entries, sample and group; NULL dense) in any of
+     LayerNorm's four forms: MEAN_VARIANCE (epsilon > 0 and finite, default
+     1e-5 from desc_init's eps), MEAN_RSTD, XHAT_STD (args.xhat, args.std)
+     and DST_RSTD (args.dst, the forward output, with args.rstd: xhat =
+     (dst - beta[c]) * (1 / gamma[c]) in fp32, beta optional; where gamma[c]
+     is 0 or subnormal xhat is taken as 0 there, as LayerNorm's). use_affine (default 1):
+     gamma [C], needed when diff_src is asked for (DST_RSTD: or diff_gamma);
+     diff_gamma and diff_beta [C] optional, each on its own; use_affine = 0
+     means gamma = 1 and no gamma gradients (NBWD_ERR_BAD_PARAM if one is
+     given). The [C] tensors take one stride entry each. Data strides: any,
+     except that the spatial dims (NCX) or the channels (NXC) must be dense
+     (NBWD_ERR_BAD_STRIDES); diff_src may be exactly src (xhat, dst) or
+     diff_dst (in place). Flag NBWD_ACCUMULATE_PARAM_GRADS; every dtype
+     combination, threads and determinism as for BatchNorm: the same bits
+     for any thread count. A NaN or infinity changes only its own set's
+     diff_src and its channel's diff_gamma/diff_beta.
+
    Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
    NaN; infinities and f16 subnormals exact):
        float    nbwd_bf16_to_f32(uint16_t)   uint16_t nbwd_f32_to_bf16(float)
@@ -624,6 +656,49 @@ typedef struct nbwd_batch_norm_bwd_args {
     void *diff_src_add;                       /* NBWD_FUSE_ADD_RELU: output, the masked diff_dst */
 } nbwd_batch_norm_bwd_args;
 
+typedef struct nbwd_group_norm_bwd_desc {
+    int rank;                       /* 2..NBWD_MAX_RANK */
+    int64_t dims[NBWD_MAX_RANK];    /* NCX: [N, C, X...]; NXC: [N, X..., C] */
+    nbwd_layout layout;             /* NBWD_NCX or NBWD_NXC, as given to desc_init */
+    int64_t groups;                 /* >= 1, divides C; groups = C is InstanceNorm */
+    int use_affine;                 /* default 1: gamma, diff_gamma, diff_beta [C] */
+    float epsilon;                  /* MEAN_VARIANCE form: > 0 */
+    nbwd_stats_form stats_form;     /* any of LayerNorm's four */
+    nbwd_dtype data_dtype, stats_dtype, param_dtype;
+    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS */
+    int num_threads;
+    nbwd_isa isa;
+    /* Element strides of the data tensors (rank entries, NULL = dense). */
+    const int64_t *src_strides;      /* src, xhat (XHAT_STD) or dst (DST_RSTD) */
+    const int64_t *diff_dst_strides;
+    const int64_t *diff_src_strides;
+    /* The [N, groups] statistics: two entries each (sample, group); NULL = dense. */
+    const int64_t *mean_strides;
+    const int64_t *var_strides;      /* variance, rstd or std */
+    /* The [C] parameters: one entry each, the stride between channels; NULL = 1. */
+    const int64_t *gamma_strides;
+    const int64_t *beta_strides;     /* read only in the DST_RSTD form */
+    const int64_t *diff_gamma_strides;
+    const int64_t *diff_beta_strides;
+    unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
+} nbwd_group_norm_bwd_desc;
+
+typedef struct nbwd_group_norm_bwd_args {
+    const void *src;       /* x: MEAN_VARIANCE and MEAN_RSTD forms */
+    const void *xhat;      /* XHAT_STD form */
+    const void *dst;       /* DST_RSTD form: the forward output xhat * gamma + beta */
+    const void *diff_dst;  /* required */
+    const void *mean;      /* [N, groups]: MEAN_VARIANCE and MEAN_RSTD forms */
+    const void *variance;  /* [N, groups]: MEAN_VARIANCE form */
+    const void *rstd;      /* [N, groups]: MEAN_RSTD and DST_RSTD forms */
+    const void *std;       /* [N, groups]: XHAT_STD form */
+    const void *gamma;     /* [C], use_affine: needed with diff_src (DST_RSTD: or diff_gamma) */
+    const void *beta;      /* [C], DST_RSTD form with use_affine: optional (NULL: no bias) */
+    void *diff_src;        /* optional output */
+    void *diff_gamma;      /* optional output (use_affine) */
+    void *diff_beta;       /* optional output (use_affine) */
+} nbwd_group_norm_bwd_args;
+
 NBWD_API void nbwd_layer_norm_bwd_desc_init(nbwd_layer_norm_bwd_desc *desc, int rank, const int64_t *dims);
 NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes);
 NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
@@ -648,6 +723,12 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
                                                const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                const float *sum_dy_xhat, int64_t count, void *workspace,
                                                size_t workspace_bytes);
+
+NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
+                                            nbwd_layout layout, int64_t groups, float epsilon);
+NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes);
+NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes);
 
 NBWD_API const char *nbwd_status_string(nbwd_status status);
 /* The calling thread's message for its most recent call that returned an
