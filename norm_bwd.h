@@ -1038,6 +1038,7 @@ typedef struct nbwd__cols {
 } nbwd__cols;
 typedef struct nbwd__chans {
     const float *xm, *xs, *mg, *mgx, *scale;
+    const float *gain;              /* GroupNorm: g = dy * gain[j] (its gamma); NULL: g = dy */
     float *dg, *db;
 } nbwd__chans;
 
@@ -1069,6 +1070,7 @@ typedef struct nbwd__planes {
     int dt;
     int64_t n, count, x_step, dy_step, dx_step;
     const float *xm, *xs, *mg, *mgx, *scale;
+    const float *gain;              /* GroupNorm apply: g = dy * gain[i] (the plane's gamma); NULL: g = dy */
     float *sums;
     int64_t sums_step;
     int stream;
@@ -1543,8 +1545,10 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     return NBWD_OK;
 }
 
-/* batch_norm: the operation takes NBWD_USE_GLOBAL_STATS too */
-static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, int num_threads, int isa, float eps) {
+/* batch_norm: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
+   GroupNorm, 0 LayerNorm and RMSNorm */
+static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
+    const int batch_norm = op == 1;
     if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
                           batch_norm ? " or _XHAT_STD (BatchNorm has no DST_RSTD form)" : ", _XHAT_STD or _DST_RSTD");
@@ -1561,7 +1565,8 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int batch_norm, 
                           "ReLU, after an add or not");
     if (!batch_norm && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "desc.flags = 0x%x: LayerNorm's and RMSNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
+                          "desc.flags = 0x%x: %s only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
+                          op == 2 ? "GroupNorm's" : "LayerNorm's and RMSNorm's",
                           (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
                           flags & (NBWD_USE_GLOBAL_STATS | relu) ? "; the others are BatchNorm's" : "");
     if (num_threads < 0)
@@ -3365,6 +3370,494 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
     return nbwd__bn_entry("nbwd_batch_norm_bwd_apply", desc, args, workspace, workspace_bytes, &sums);
 }
 
+/* ------------------------------------------------------------ GroupNorm */
+/* A set is one sample's group: Cg = C / groups channels by S spatial
+   positions. The BatchNorm kernels do the work, with per-(sample, channel)
+   coefficients where BatchNorm's are per channel: pass 1 gives each (n, c)
+   sum dy and sum dy * xhat (NCX: the plane kernels; NXC: the row kernels'
+   column sums over one sample's rows); the set's sums are sum_c gamma[c] *
+   those, diff_gamma/diff_beta[c] their sums over n; pass 2 writes dx =
+   rstd * (dy * gamma[c] - (mean_g + xhat * mean_gx)), the kernels' gain.
+   Every partial sum is cut by the shape alone (planes in pieces of
+   NBWD__BN_CHUNK_ELEMS, NXC rows in fixed blocks) and added in a fixed
+   order, so no bit depends on the thread count. */
+#define NBWD__GN_STAMP 0x474E4257u
+typedef struct nbwd__gn_plan {
+    int rank, dt, sdt, pdt, form, accumulate, affine, nxc;
+    float eps;
+    int64_t N, C, G, Cg, S, K;       /* K = Cg * S, a set's elements */
+    int64_t st[3][NBWD_MAX_RANK];    /* x, dy, dx */
+    int64_t mean_st[2], var_st[2];   /* [N, groups] */
+    nbwd__params par;                /* gamma, beta, diff_gamma, diff_beta: [C] */
+    int64_t piece, pieces;           /* NCX: a plane's pieces of up to `piece` elements */
+    int64_t rows_per_block, nblocks; /* NXC: row blocks per sample */
+    size_t ws_coef, ws_partials, ws_bytes;
+} nbwd__gn_plan;
+
+typedef struct nbwd__gn_run {
+    const nbwd__gn_plan *p;
+    const nbwd__kernels *k;
+    nbwd__outer outer; /* NXC: a sample's rows (the spatial dims) */
+    const char *x, *dy;
+    char *dx;
+    float *xm, *xs, *mg, *mgx, *scale; /* [N * C] each, (n, c) at n * C + c */
+    float *gain;                       /* [C] gamma in f32; NULL: no diff_src, or no affine */
+    float *psum;                       /* [N * C][2]: sum dy, sum dy * xhat */
+    float *partials;
+    int want_dx, stream;
+} nbwd__gn_run;
+
+NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
+                                            nbwd_layout layout, int64_t groups, float epsilon) {
+    int d;
+    if (!desc) return;
+    memset(desc, 0, sizeof *desc);
+    desc->rank = rank;
+    for (d = 0; d < rank && d < NBWD_MAX_RANK && dims; ++d) desc->dims[d] = dims[d];
+    desc->layout = layout;
+    desc->groups = groups;
+    desc->use_affine = 1;
+    desc->epsilon = epsilon;
+    desc->init_stamp = NBWD__GN_STAMP;
+}
+
+static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__gn_plan *p) {
+    static const char *const tensor[3] = {"src", "diff_dst", "diff_src"};
+    nbwd_status s;
+    int64_t lo, hi, total, sd[2];
+    int t, r;
+    if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
+    memset(p, 0, sizeof *p);
+    if (d->init_stamp != NBWD__GN_STAMP)
+        return nbwd__fail(NBWD_ERR_NOT_INITIALIZED,
+                          "desc was not made by nbwd_group_norm_bwd_desc_init (a zeroed or hand-built descriptor "
+                          "has no defaults: call it first, then set the fields you change)");
+    if (d->rank < 2 || d->rank > NBWD_MAX_RANK)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.rank = %d: GroupNorm takes 2 to %d", d->rank, NBWD_MAX_RANK);
+    if (d->layout != NBWD_NXC && d->layout != NBWD_NCX)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.layout = %d is neither NBWD_NXC nor NBWD_NCX", (int)d->layout);
+    r = p->rank = d->rank;
+    if ((s = nbwd__count(d->dims, 0, r, &total)) != NBWD_OK) return s;
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, 2, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+        return s;
+    if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
+    p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
+    p->form = (int)d->stats_form;
+    p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
+    p->affine = d->use_affine != 0;
+    p->eps = d->epsilon;
+    p->nxc = d->layout == NBWD_NXC;
+    p->N = d->dims[0];
+    p->C = p->nxc ? d->dims[r - 1] : d->dims[1];
+    p->G = d->groups;
+    if (p->G < 1 || (p->C > 0 && p->C % p->G != 0))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.groups = %lld: it must be >= 1 and divide C = %lld",
+                          (long long)p->G, (long long)p->C);
+    p->Cg = p->C / p->G;
+    nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
+    p->K = p->Cg * p->S;
+    for (t = 0; t < 3; ++t) {
+        const int64_t *const given[3] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides};
+        nbwd__strides(r, d->dims, given[t], p->st[t]);
+        if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: %s must be dense (row-major, inner stride 1)",
+                              tensor[t], p->nxc ? "the channels (NXC)" : "the spatial dims (NCX)");
+        if (!nbwd__extent(r, d->dims, p->st[t], nbwd__esize(p->dt), &lo, &hi))
+            return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows", tensor[t]);
+    }
+    {
+        const int64_t *const given[NBWD__NPAR] = {d->gamma_strides, d->beta_strides, d->diff_gamma_strides,
+                                                  d->diff_beta_strides};
+        if ((s = nbwd__params_init(&p->par, 1, &p->C, given, p->pdt)) != NBWD_OK) return s;
+    }
+    sd[0] = p->N; sd[1] = p->G;
+    nbwd__strides(2, sd, d->mean_strides, p->mean_st);
+    nbwd__strides(2, sd, d->var_strides, p->var_st);
+    if (!nbwd__extent(2, sd, p->mean_st, nbwd__esize(p->sdt), &lo, &hi) ||
+        !nbwd__extent(2, sd, p->var_st, nbwd__esize(p->sdt), &lo, &hi))
+        return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.mean_strides or var_strides: the byte extent overflows");
+    p->ws_bytes = 0;
+    if (total == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
+    p->ws_coef = nbwd__ws_take(&p->ws_bytes, ((size_t)(p->N * p->C) * 7 + (size_t)p->C) * 4);
+    if (p->nxc) {
+        int64_t per = (NBWD__BN_CHUNK_ELEMS + p->C - 1) / p->C, most = NBWD__PARTIALS_BYTES / (8 * p->N * p->C);
+        if (most < 1) most = 1;
+        if (per < (p->S + most - 1) / most) per = (p->S + most - 1) / most;
+        p->rows_per_block = per;
+        p->nblocks = (p->S + per - 1) / per;
+        p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)(p->N * p->nblocks) * 2 * (size_t)p->C * 4);
+    } else {
+        p->piece = NBWD__BN_CHUNK_ELEMS;
+        p->pieces = (p->S + p->piece - 1) / p->piece;
+        if (p->pieces > 1)
+            p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)(p->N * p->C * p->pieces) * 2 * 4);
+    }
+    p->ws_bytes += NBWD__WS_ALIGN;
+    return NBWD_OK;
+}
+
+NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
+    nbwd__gn_plan p;
+    nbwd_status s;
+    nbwd__msg[0] = 0;
+    if (!bytes) s = nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL");
+    else if ((s = nbwd__gn_plan_desc(desc, &p)) == NBWD_OK) *bytes = p.ws_bytes;
+    return nbwd__finish("nbwd_group_norm_bwd_workspace_size", s);
+}
+
+/* gamma is read for diff_src, and in the DST_RSTD form for diff_gamma
+   (xhat comes from dst through it) */
+static int nbwd__gn_reads_gamma(const nbwd__gn_plan *p, const nbwd_group_norm_bwd_args *a) {
+    return p->affine && (a->diff_src || (p->form == NBWD_STATS_DST_RSTD && a->diff_gamma));
+}
+
+static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const nbwd__gn_plan *p,
+                                       const nbwd_group_norm_bwd_args *a) {
+    nbwd_status s;
+    int64_t total = p->N * p->S * p->C, od[NBWD_MAX_RANK], sd[2];
+    size_t esz = nbwd__esize(p->dt), sesz = nbwd__esize(p->sdt);
+    const void *x = nbwd__x_of(p->form, a->src, a->xhat, a->dst);
+    const void *spread = nbwd__spread_of(p->form, a->variance, a->rstd, a->std);
+    const int reads_gamma = nbwd__gn_reads_gamma(p, a);
+    nbwd__span sp[NBWD__MAX_SPANS];
+    int out[NBWD__MAX_SPANS] = {0}, i, nod;
+    unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
+    const char *names[NBWD__MAX_SPANS] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma",
+                                          "diff_gamma", "diff_beta", "beta", "", "", ""};
+    names[0] = nbwd__x_name(p->form);
+    names[4] = nbwd__spread_name(p->form, 0);
+    if (!p->affine && (a->diff_gamma || a->diff_beta))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
+                          a->diff_gamma ? "diff_gamma" : "diff_beta");
+    if ((s = nbwd__check_stats_args(p->form, 0, a->src, a->xhat, a->dst, a->mean, a->variance, a->rstd, a->std, total,
+                                    p->N * p->G)) != NBWD_OK)
+        return s;
+    if (total > 0 && !a->diff_dst) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.diff_dst is NULL");
+    if (p->C > 0 && reads_gamma && !a->gamma)
+        return nbwd__fail(NBWD_ERR_NULL_POINTER,
+                          "args.gamma is NULL, but desc.use_affine = 1 and %s is asked for (use_affine = 0 "
+                          "means gamma = 1)",
+                          a->diff_src ? "diff_src" : "diff_gamma in the NBWD_STATS_DST_RSTD form");
+    if (a->diff_src) { /* the outer dims around the dense block: NXC all but C; NCX N and C */
+        for (nod = 0, i = 0; i < (p->nxc ? p->rank - 1 : 2); ++i) od[nod++] = d->dims[i];
+        {
+            int64_t os[NBWD_MAX_RANK];
+            for (i = 0; i < nod; ++i) os[i] = p->st[2][i];
+            if (!nbwd__no_self_overlap(nod, od, os, p->nxc ? p->C : p->S))
+                return nbwd__fail(NBWD_ERR_BAD_STRIDES,
+                                  "desc.diff_src_strides make two elements of args.diff_src share an address");
+        }
+    }
+    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta, 8 beta */
+    for (i = 0; i < 3; ++i)
+        sp[i] = nbwd__span_of(i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src, p->rank, d->dims, p->st[i], esz);
+    sd[0] = p->N; sd[1] = p->G;
+    sp[3] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, 2, sd, p->mean_st, sesz);
+    sp[4] = nbwd__span_of(spread, 2, sd, p->var_st, sesz);
+    sp[5] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
+    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    sp[8] = nbwd__param_span(&p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL,
+                             p->pdt);
+    out[2] = out[6] = out[7] = 1;
+    memset(exact, 0, sizeof exact);
+    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
+    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
+    return nbwd__check_alias(9, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+}
+
+/* NCX: pass 1 of planes [c0, c0 + count) of sample n over elements [e0,
+   e0 + n_elems) of each, the sums (added) at sums, sums_step floats apart */
+static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count, int64_t e0,
+                                int64_t n_elems, float *sums, int64_t sums_step) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t esz = (int64_t)nbwd__esize(p->dt);
+    nbwd__planes pl;
+    memset(&pl, 0, sizeof pl);
+    pl.dt = p->dt;
+    pl.n = n_elems;
+    pl.count = count;
+    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1] + e0) * esz;
+    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1] + e0) * esz;
+    pl.x_step = p->st[0][1];
+    pl.dy_step = p->st[1][1];
+    pl.xm = r->xm + n * p->C + c0;
+    pl.xs = r->xs + n * p->C + c0;
+    pl.sums = sums;
+    pl.sums_step = sums_step;
+    r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
+}
+/* NCX: plane (n, c)'s piece k, into its own partial */
+static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t plane = unit / p->pieces, k = unit % p->pieces, e0 = k * p->piece;
+    float *part = r->partials + unit * 2;
+    part[0] = part[1] = 0.0f;
+    nbwd__gn_ncx_reduce(r, plane / p->C, plane % p->C, 1, e0, p->S - e0 < p->piece ? p->S - e0 : p->piece, part, 2);
+}
+/* NCX: the sums of the planes of set (n, g) */
+static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, int from_partials) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t c, k, plane = n * p->C + g * p->Cg;
+    float *sums = r->psum + plane * 2;
+    for (c = 0; c < p->Cg; ++c) sums[2 * c] = sums[2 * c + 1] = 0.0f;
+    if (p->pieces <= 1) {
+        nbwd__gn_ncx_reduce(r, n, g * p->Cg, p->Cg, 0, p->S, sums, 2);
+        return;
+    }
+    for (c = 0; c < p->Cg; ++c) {
+        const float *part = r->partials + (plane + c) * p->pieces * 2;
+        for (k = 0; k < p->pieces; ++k) {
+            if (!from_partials) nbwd__gn_ncx_piece(r, (plane + c) * p->pieces + k);
+            sums[2 * c] += part[2 * k];
+            sums[2 * c + 1] += part[2 * k + 1];
+        }
+    }
+}
+/* NCX, a plane of at most one piece: its sums, as a set's call gives them */
+static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
+    float *sums = r->psum + plane * 2;
+    sums[0] = sums[1] = 0.0f;
+    nbwd__gn_ncx_reduce(r, plane / r->p->C, plane % r->p->C, 1, 0, r->p->S, sums, 2);
+}
+/* Set (n, g)'s coefficients from its channels' sums */
+static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t c, at = n * p->C + g * p->Cg;
+    double sg = 0.0, sgx = 0.0;
+    for (c = 0; c < p->Cg; ++c) {
+        double gain = r->gain ? (double)r->gain[g * p->Cg + c] : 1.0;
+        sg += gain * (double)r->psum[(at + c) * 2];
+        sgx += gain * (double)r->psum[(at + c) * 2 + 1];
+    }
+    for (c = 0; c < p->Cg; ++c) {
+        r->mg[at + c] = (float)(sg / (double)p->K);
+        r->mgx[at + c] = (float)(sgx / (double)p->K);
+    }
+}
+/* NCX: dx of planes [c0, c0 + count) of sample n (not fenced) */
+static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0;
+    nbwd__planes pl;
+    memset(&pl, 0, sizeof pl);
+    pl.dt = p->dt;
+    pl.n = p->S;
+    pl.count = count;
+    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+    pl.x_step = p->st[0][1];
+    pl.dy_step = p->st[1][1];
+    pl.dx_step = p->st[2][1];
+    pl.xm = r->xm + at; pl.xs = r->xs + at;
+    pl.mg = r->mg + at; pl.mgx = r->mgx + at; pl.scale = r->scale + at;
+    pl.gain = r->gain ? r->gain + c0 : NULL;
+    pl.stream = r->stream;
+    r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
+}
+/* NCX: a set on one thread, its dx written while its data is in cache */
+static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t n = set / p->G, g = set % p->G;
+    nbwd__gn_ncx_set_sums(r, n, g, 0);
+    if (!r->want_dx) return;
+    nbwd__gn_finish_set(r, n, g);
+    nbwd__gn_ncx_apply(r, n, g * p->Cg, p->Cg);
+    if (r->stream) r->k->fence();
+}
+/* NCX with fewer sets than threads: dx of planes [first, last) */
+static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int64_t last) {
+    for (; first < last; ++first) nbwd__gn_ncx_apply(r, first / r->p->C, first % r->p->C, 1);
+    if (r->stream) r->k->fence();
+}
+
+/* NXC: rows [b * rows_per_block, ...) of sample n: pass 1 into the block's
+   partials (dg: sum dy * xhat, db: sum dy, C each), or dx */
+static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C, i;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
+    nbwd__rows batch;
+    nbwd__cursor cur;
+    if (end > p->S) end = p->S;
+    memset(&batch, 0, sizeof batch);
+    batch.x = r->x;
+    batch.dy = r->dy;
+    batch.dx = apply ? r->dx : NULL;
+    batch.n = C;
+    batch.dt = p->dt;
+    batch.stream = r->stream;
+    batch.chans.xm = r->xm + n * C; batch.chans.xs = r->xs + n * C;
+    batch.chans.mg = r->mg + n * C; batch.chans.mgx = r->mgx + n * C; batch.chans.scale = r->scale + n * C;
+    batch.chans.gain = r->gain;
+    if (!apply) {
+        batch.chans.dg = r->partials + unit * 2 * C;
+        batch.chans.db = batch.chans.dg + C;
+        memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
+    }
+    nbwd__cursor_seek(&r->outer, &cur, row);
+    while (row < end) {
+        batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
+        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
+            batch.x_off[i] = n * p->st[0][0] + cur.off[0];
+            batch.dy_off[i] = n * p->st[1][0] + cur.off[1];
+            batch.dx_off[i] = n * p->st[2][0] + cur.off[2];
+        }
+        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+        row += batch.count;
+    }
+}
+/* NXC: sample n's block partials added in block order, into psum */
+static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t b, c, C = p->C;
+    float *first = r->partials + n * p->nblocks * 2 * C;
+    for (b = 1; b < p->nblocks; ++b) r->k->add(first, first + b * 2 * C, 2 * C);
+    for (c = 0; c < C; ++c) {
+        r->psum[(n * C + c) * 2] = first[C + c];
+        r->psum[(n * C + c) * 2 + 1] = first[c];
+    }
+}
+
+static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                        void *workspace, size_t workspace_bytes) {
+    nbwd__gn_plan p;
+    nbwd__gn_run r;
+    nbwd_status s;
+    void *owned;
+    char *ws;
+    int64_t c, n, g, i, C, NC, sets;
+    int threads, reads_gamma;
+    const void *spread, *x;
+    if ((s = nbwd__gn_plan_desc(desc, &p)) != NBWD_OK) return s;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
+    if ((s = nbwd__gn_check_args(desc, &p, args)) != NBWD_OK) return s;
+    memset(&r, 0, sizeof r);
+    if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
+    C = p.C;
+    NC = p.N * C;
+    r.want_dx = args->diff_src != NULL;
+    if (NC * p.S == 0 || !(r.want_dx || args->diff_gamma || args->diff_beta)) {
+        /* an empty batch: empty sums (nothing at all without C) */
+        for (c = 0; c < C && !p.accumulate; ++c) {
+            if (args->diff_gamma) nbwd__store(args->diff_gamma, nbwd__param_off(&p.par, NBWD__PDG, c), p.pdt, 0.0f);
+            if (args->diff_beta) nbwd__store(args->diff_beta, nbwd__param_off(&p.par, NBWD__PDB, c), p.pdt, 0.0f);
+        }
+        return NBWD_OK;
+    }
+    if ((s = nbwd__get_workspace(p.ws_bytes, p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
+        return s;
+    /* Everything is validated: from here on outputs are written. */
+    r.p = &p;
+    reads_gamma = nbwd__gn_reads_gamma(&p, args);
+    x = nbwd__x_of(p.form, args->src, args->xhat, args->dst);
+    spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
+    r.x = (const char *)x;
+    r.dy = (const char *)args->diff_dst;
+    r.dx = (char *)args->diff_src;
+    r.xm = (float *)(ws + p.ws_coef);
+    r.xs = r.xm + NC;
+    r.mg = r.xs + NC;
+    r.mgx = r.mg + NC;
+    r.scale = r.mgx + NC;
+    r.psum = r.scale + NC;
+    r.gain = r.psum + 2 * NC;
+    r.partials = p.nxc || p.pieces > 1 ? (float *)(ws + p.ws_partials) : NULL;
+    for (c = 0; c < C; ++c)
+        r.gain[c] = reads_gamma ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, c), p.pdt) : 1.0f;
+    r.stream = r.want_dx && (double)(NC * p.S) * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
+               (p.nxc || p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
+    for (n = 0; n < p.N; ++n)
+        for (g = 0; g < p.G; ++g) {
+            float xm, xs, rstd;
+            nbwd__stats(p.form, p.sdt, p.eps, args->mean, n * p.mean_st[0] + g * p.mean_st[1], spread,
+                        n * p.var_st[0] + g * p.var_st[1], &xm, &xs, &rstd);
+            for (c = g * p.Cg; c < (g + 1) * p.Cg; ++c) {
+                if (p.form == NBWD_STATS_DST_RSTD && reads_gamma) { /* xhat = (dst - beta) * (1 / gamma) */
+                    float ge = r.gain[c];
+                    xm = p.affine && args->beta ? nbwd__load(args->beta, nbwd__param_off(&p.par, NBWD__PB, c), p.pdt)
+                                                : 0.0f;
+                    xs = (ge < 0.0f ? -ge : ge) >= 1.17549435e-38f ? 1.0f / ge : 0.0f; /* FLT_MIN */
+                }
+                r.xm[n * C + c] = xm;
+                r.xs[n * C + c] = xs;
+                r.scale[n * C + c] = rstd;
+            }
+        }
+    if (!r.want_dx || !p.affine) r.gain = NULL; /* g = dy */
+    sets = p.N * p.G;
+    if (p.nxc) {
+        int64_t units = p.N * p.nblocks;
+        {
+            int64_t st3[3][NBWD_MAX_RANK];
+            int t, d;
+            for (t = 0; t < 3; ++t)
+                for (d = 0; d + 2 < p.rank; ++d) st3[t][d] = p.st[t][d + 1];
+            nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, 3, st3);
+        }
+        threads = nbwd__pick_threads(desc->num_threads, NC * p.S, units);
+        NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 0));
+        for (n = 0; n < p.N; ++n) nbwd__gn_nxc_sample_sums(&r, n);
+        if (r.want_dx) {
+            for (i = 0; i < sets; ++i) nbwd__gn_finish_set(&r, i / p.G, i % p.G);
+            NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 1));
+        }
+    } else {
+        threads = nbwd__pick_threads(desc->num_threads, NC * p.S, NC * p.pieces);
+        if (threads <= 1 || sets >= 2 * threads) {
+            NBWD__PARALLEL_FOR(threads, i, sets, nbwd__gn_ncx_set(&r, i));
+        } else { /* few sets: pieces and planes over the threads (the same sums) */
+            if (p.pieces > 1) {
+                NBWD__PARALLEL_FOR(threads, i, NC * p.pieces, nbwd__gn_ncx_piece(&r, i));
+                for (i = 0; i < sets; ++i) nbwd__gn_ncx_set_sums(&r, i / p.G, i % p.G, 1);
+            } else {
+                NBWD__PARALLEL_FOR(threads, i, NC, nbwd__gn_ncx_plane_sums(&r, i));
+            }
+            if (r.want_dx) {
+                for (i = 0; i < sets; ++i) nbwd__gn_finish_set(&r, i / p.G, i % p.G);
+                NBWD__PARALLEL_FOR(threads, i, threads,
+                                   nbwd__gn_ncx_apply_planes(&r, NC * i / threads, NC * (i + 1) / threads));
+            }
+        }
+    }
+    if (args->diff_gamma || args->diff_beta) { /* sums over the samples, in order */
+        for (c = 0; c < C; ++c) {
+            double sdy = 0.0, sdyx = 0.0;
+            for (n = 0; n < p.N; ++n) {
+                sdy += (double)r.psum[(n * C + c) * 2];
+                sdyx += (double)r.psum[(n * C + c) * 2 + 1];
+            }
+            if (args->diff_gamma)
+                nbwd__write_param(args->diff_gamma, nbwd__param_off(&p.par, NBWD__PDG, c), p.pdt, (float)sdyx,
+                                  p.accumulate);
+            if (args->diff_beta)
+                nbwd__write_param(args->diff_beta, nbwd__param_off(&p.par, NBWD__PDB, c), p.pdt, (float)sdy,
+                                  p.accumulate);
+        }
+    }
+    if (owned) NORM_BWD_FREE(owned);
+    return NBWD_OK;
+}
+
+NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                         void *workspace, size_t workspace_bytes) {
+    static const char entry[] = "nbwd_group_norm_bwd";
+    int verbose = nbwd__verbose();
+    double t0 = verbose >= 2 ? nbwd__now() : 0.0;
+    nbwd_status s;
+    nbwd__msg[0] = 0;
+    s = nbwd__finish(entry, nbwd__group_norm_bwd(desc, args, workspace, workspace_bytes));
+    if (verbose >= 2 && desc) {
+        nbwd__call c;
+        NBWD__CALL_OF(c, desc, args);
+        c.op = entry + 5;
+        c.set = desc->layout == NBWD_NCX ? "NCX" : "NXC";
+        nbwd__call_line(&c, nbwd__now() - t0, s);
+    }
+    return s;
+}
+
 #if defined(NBWD__GCC_NO_CONTRACT)
 #pragma GCC pop_options
 #undef NBWD__GCC_NO_CONTRACT
@@ -3931,7 +4424,9 @@ NBWD__KFN void NBWD__K(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const 
                                            int lanes, int stream) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
     NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
-    NBWD__V out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
+    NBWD__V out;
+    if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + j, lanes));
+    out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
                               NBWD__K(nbwd__load)(ch.scale + j, lanes));
     NBWD__K(nbwd__store_data)(dx, j, lanes, dt, out, stream);
 }
@@ -3996,6 +4491,7 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
                 NBWD__V xh =
                     NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
+                if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + v * NBWD__VW, NBWD__LANES(v)));
                 NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
                                           NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
             });
@@ -4034,13 +4530,37 @@ NBWD__KFN void NBWD__K(nbwd__planes_reduce_body)(const nbwd__planes *p, int dt) 
         sums[1] += s[1];
     }
 }
+/* GroupNorm: dx of [i, end) of a plane whose g is dy * gain, as
+   apply_span's loops (the vectors that end by stream_end non-temporally) */
+NBWD__KFN void NBWD__K(nbwd__gained_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
+                                          int64_t stream_end, const NBWD__K(nbwd__coef) *c, NBWD__V vgain) {
+#define NBWD__GAINED_DX(at, lanes)                                                                              \
+    NBWD__DX(c, NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, at, lanes, dt), vgain),                                \
+             NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, at, lanes, dt)))
+    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
+        NBWD__K(nbwd__store_pair)(dx, i, dt, NBWD__GAINED_DX(i, NBWD__VW), NBWD__GAINED_DX(i + NBWD__VW, NBWD__VW),
+                                  i + 2 * NBWD__VW <= stream_end);
+    for (; i + NBWD__VW <= end; i += NBWD__VW)
+        NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt, NBWD__GAINED_DX(i, NBWD__VW), i + NBWD__VW <= stream_end);
+    if (i < end) NBWD__K(nbwd__store_data)(dx, i, (int)(end - i), dt, NBWD__GAINED_DX(i, (int)(end - i)), 0);
+#undef NBWD__GAINED_DX
+}
 NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     const nbwd__cols none = {NULL, NULL, NULL};
     int64_t i, esz = (int64_t)nbwd__esize(dt);
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
-        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
-                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
+        const char *x = p->x + i * p->x_step * esz, *dy = p->dy + i * p->dy_step * esz;
+        char *dx = p->dx + i * p->dx_step * esz;
+        if (p->gain) {
+            int64_t nt_begin = 0, nt_end = 0;
+            NBWD__V vgain = NBWD__V_SET1(p->gain[i]);
+            if (p->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, p->n, &nt_begin, &nt_end);
+            NBWD__K(nbwd__gained_span)(x, dy, dx, dt, 0, nt_begin, 0, &c, vgain);
+            NBWD__K(nbwd__gained_span)(x, dy, dx, dt, nt_begin, p->n, nt_end, &c, vgain);
+        } else {
+            NBWD__K(nbwd__apply_row)(x, dy, dx, dt, p->n, &c, none, 0, NULL, p->stream);
+        }
     }
 }
 
