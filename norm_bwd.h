@@ -1070,7 +1070,6 @@ typedef struct nbwd__planes {
     int dt;
     int64_t n, count, x_step, dy_step, dx_step;
     const float *xm, *xs, *mg, *mgx, *scale;
-    const float *gain;              /* GroupNorm apply: g = dy * gain[i] (the plane's gamma); NULL: g = dy */
     float *sums;
     int64_t sums_step;
     int stream;
@@ -3382,6 +3381,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
    NBWD__BN_CHUNK_ELEMS, NXC rows in fixed blocks) and added in a fixed
    order, so no bit depends on the thread count. */
 #define NBWD__GN_STAMP 0x474E4257u
+static int nbwd__finite(float v) { return (nbwd__f32_bits(v) & 0x7f800000u) != 0x7f800000u; }
 typedef struct nbwd__gn_plan {
     int rank, dt, sdt, pdt, form, accumulate, affine, nxc;
     float eps;
@@ -3403,6 +3403,7 @@ typedef struct nbwd__gn_run {
     float *xm, *xs, *mg, *mgx, *scale; /* [N * C] each, (n, c) at n * C + c */
     float *gain;                       /* [C] gamma in f32; NULL: no diff_src, or no affine */
     float *psum;                       /* [N * C][2]: sum dy, sum dy * xhat */
+    float *odd;                        /* [N * C]: NCX plane (n, c) keeps g = dy * gamma (1) */
     float *partials;
     int want_dx, stream;
 } nbwd__gn_run;
@@ -3478,7 +3479,7 @@ static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__g
         return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.mean_strides or var_strides: the byte extent overflows");
     p->ws_bytes = 0;
     if (total == 0) return NBWD_OK; /* empty: nothing to compute, no workspace */
-    p->ws_coef = nbwd__ws_take(&p->ws_bytes, ((size_t)(p->N * p->C) * 7 + (size_t)p->C) * 4);
+    p->ws_coef = nbwd__ws_take(&p->ws_bytes, ((size_t)(p->N * p->C) * 8 + (size_t)p->C) * 4);
     if (p->nxc) {
         int64_t per = (NBWD__BN_CHUNK_ELEMS + p->C - 1) / p->C, most = NBWD__PARTIALS_BYTES / (8 * p->N * p->C);
         if (most < 1) most = 1;
@@ -3631,30 +3632,87 @@ static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
         sgx += gain * (double)r->psum[(at + c) * 2 + 1];
     }
     for (c = 0; c < p->Cg; ++c) {
-        r->mg[at + c] = (float)(sg / (double)p->K);
-        r->mgx[at + c] = (float)(sgx / (double)p->K);
+        float mg = (float)(sg / (double)p->K), mgx = (float)(sgx / (double)p->K), rstd = r->scale[at + c];
+        r->mg[at + c] = mg;
+        r->mgx[at + c] = mgx;
+        r->odd[at + c] = 0.0f;
+        if (!p->nxc && r->gain) {
+            /* NCX: the BatchNorm plane kernel, g = dy, with gamma folded
+               into the coefficients: rstd * (gamma dy - (mg + xhat mgx)) =
+               (dy - (mg / gamma + xhat * mgx / gamma)) * (rstd * gamma),
+               rounding as the terms' size. A gamma that is 0, subnormal or
+               not finite, or whose quotients overflow, keeps the direct
+               form (the row kernel's gain): odd. */
+            float ge = r->gain[g * p->Cg + c], fm = mg / ge, fmx = mgx / ge, fs = rstd * ge;
+            float age = ge < 0.0f ? -ge : ge;
+            if (age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || mg != mg) &&
+                (nbwd__finite(fmx) || mgx != mgx) && (nbwd__finite(fs) || rstd != rstd)) {
+                r->mg[at + c] = fm;
+                r->mgx[at + c] = fmx;
+                r->scale[at + c] = fs;
+            } else {
+                r->odd[at + c] = 1.0f;
+            }
+        }
     }
 }
-/* NCX: dx of planes [c0, c0 + count) of sample n (not fenced) */
+/* NCX: dx of an odd plane (see nbwd__gn_finish_set) through the row
+   kernel's gain: the plane as rows of NBWD__GN_ODD_ROW elements whose
+   coefficients are all the plane's. Rare, so simple. */
+#define NBWD__GN_ODD_ROW 16
+static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c, e = 0, i;
+    float co[6][NBWD__GN_ODD_ROW];
+    nbwd__rows batch;
+    for (i = 0; i < NBWD__GN_ODD_ROW; ++i) {
+        co[0][i] = r->xm[at]; co[1][i] = r->xs[at]; co[2][i] = r->mg[at];
+        co[3][i] = r->mgx[at]; co[4][i] = r->scale[at]; co[5][i] = r->gain[c];
+    }
+    memset(&batch, 0, sizeof batch);
+    batch.x = r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz;
+    batch.dy = r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz;
+    batch.dx = r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz;
+    batch.dt = p->dt;
+    batch.chans.xm = co[0]; batch.chans.xs = co[1]; batch.chans.mg = co[2];
+    batch.chans.mgx = co[3]; batch.chans.scale = co[4]; batch.chans.gain = co[5];
+    while (e < p->S) {
+        batch.n = p->S - e < NBWD__GN_ODD_ROW ? p->S - e : NBWD__GN_ODD_ROW;
+        batch.count = (p->S - e) / batch.n < NBWD__ROW_BATCH ? (p->S - e) / batch.n : NBWD__ROW_BATCH;
+        for (i = 0; i < batch.count; ++i) batch.x_off[i] = batch.dy_off[i] = batch.dx_off[i] = e + i * batch.n;
+        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+        e += batch.count * batch.n;
+    }
+}
+/* NCX: dx of planes [c0, c0 + count) of sample n (not fenced): runs of
+   planes through the plane kernel, the odd ones apart */
 static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
     const nbwd__gn_plan *p = r->p;
-    int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0;
+    int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0, run;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
     pl.dt = p->dt;
     pl.n = p->S;
-    pl.count = count;
-    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
-    pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
     pl.x_step = p->st[0][1];
     pl.dy_step = p->st[1][1];
     pl.dx_step = p->st[2][1];
-    pl.xm = r->xm + at; pl.xs = r->xs + at;
-    pl.mg = r->mg + at; pl.mgx = r->mgx + at; pl.scale = r->scale + at;
-    pl.gain = r->gain ? r->gain + c0 : NULL;
     pl.stream = r->stream;
-    r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
+    while (count > 0) {
+        if (r->odd[at] != 0.0f) {
+            nbwd__gn_ncx_odd_plane(r, n, c0);
+            run = 1;
+        } else {
+            for (run = 1; run < count && r->odd[at + run] == 0.0f; ++run) {}
+            pl.count = run;
+            pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
+            pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
+            pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+            pl.xm = r->xm + at; pl.xs = r->xs + at;
+            pl.mg = r->mg + at; pl.mgx = r->mgx + at; pl.scale = r->scale + at;
+            r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
+        }
+        c0 += run; at += run; count -= run;
+    }
 }
 /* NCX: a set on one thread, its dx written while its data is in cache */
 static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
@@ -3762,7 +3820,8 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     r.mgx = r.mg + NC;
     r.scale = r.mgx + NC;
     r.psum = r.scale + NC;
-    r.gain = r.psum + 2 * NC;
+    r.odd = r.psum + 2 * NC;
+    r.gain = r.odd + NC;
     r.partials = p.nxc || p.pieces > 1 ? (float *)(ws + p.ws_partials) : NULL;
     for (c = 0; c < C; ++c)
         r.gain[c] = reads_gamma ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, c), p.pdt) : 1.0f;
@@ -4530,37 +4589,13 @@ NBWD__KFN void NBWD__K(nbwd__planes_reduce_body)(const nbwd__planes *p, int dt) 
         sums[1] += s[1];
     }
 }
-/* GroupNorm: dx of [i, end) of a plane whose g is dy * gain, as
-   apply_span's loops (the vectors that end by stream_end non-temporally) */
-NBWD__KFN void NBWD__K(nbwd__gained_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
-                                          int64_t stream_end, const NBWD__K(nbwd__coef) *c, NBWD__V vgain) {
-#define NBWD__GAINED_DX(at, lanes)                                                                              \
-    NBWD__DX(c, NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, at, lanes, dt), vgain),                                \
-             NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, at, lanes, dt)))
-    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
-        NBWD__K(nbwd__store_pair)(dx, i, dt, NBWD__GAINED_DX(i, NBWD__VW), NBWD__GAINED_DX(i + NBWD__VW, NBWD__VW),
-                                  i + 2 * NBWD__VW <= stream_end);
-    for (; i + NBWD__VW <= end; i += NBWD__VW)
-        NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt, NBWD__GAINED_DX(i, NBWD__VW), i + NBWD__VW <= stream_end);
-    if (i < end) NBWD__K(nbwd__store_data)(dx, i, (int)(end - i), dt, NBWD__GAINED_DX(i, (int)(end - i)), 0);
-#undef NBWD__GAINED_DX
-}
 NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     const nbwd__cols none = {NULL, NULL, NULL};
     int64_t i, esz = (int64_t)nbwd__esize(dt);
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
-        const char *x = p->x + i * p->x_step * esz, *dy = p->dy + i * p->dy_step * esz;
-        char *dx = p->dx + i * p->dx_step * esz;
-        if (p->gain) {
-            int64_t nt_begin = 0, nt_end = 0;
-            NBWD__V vgain = NBWD__V_SET1(p->gain[i]);
-            if (p->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, p->n, &nt_begin, &nt_end);
-            NBWD__K(nbwd__gained_span)(x, dy, dx, dt, 0, nt_begin, 0, &c, vgain);
-            NBWD__K(nbwd__gained_span)(x, dy, dx, dt, nt_begin, p->n, nt_end, &c, vgain);
-        } else {
-            NBWD__K(nbwd__apply_row)(x, dy, dx, dt, p->n, &c, none, 0, NULL, p->stream);
-        }
+        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
+                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
     }
 }
 
