@@ -3621,7 +3621,28 @@ static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
     sums[0] = sums[1] = 0.0f;
     nbwd__gn_ncx_reduce(r, plane / r->p->C, plane % r->p->C, 1, 0, r->p->S, sums, 2);
 }
-/* Set (n, g)'s coefficients from its channels' sums */
+/* gamma folded into the coefficients of (n, c) at `at`, so that the
+   kernels take g = dy: rstd * (gamma dy - (mg + xhat mgx)) = (dy - (mg /
+   gamma + xhat * mgx / gamma)) * (rstd * gamma), rounding as the terms'
+   size. A gamma that is 0, subnormal or not finite, or whose quotients
+   overflow, cannot be folded (0 returned): that (n, c) keeps g = dy *
+   gamma, the row kernel's gain. write: fold, else only check. */
+static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
+    float mg = r->mg[at], mgx = r->mgx[at], rstd = r->scale[at];
+    float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge;
+    if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || mg != mg) &&
+          (nbwd__finite(fmx) || mgx != mgx) && (nbwd__finite(fs) || rstd != rstd)))
+        return 0;
+    if (write) {
+        r->mg[at] = fm;
+        r->mgx[at] = fmx;
+        r->scale[at] = fs;
+    }
+    return 1;
+}
+/* Set (n, g)'s coefficients from its channels' sums; NCX folds gamma into
+   each plane's that allows it (see nbwd__gn_fold), NXC only marks them
+   (its rows take every channel: all fold, or none) */
 static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, at = n * p->C + g * p->Cg;
@@ -3632,30 +3653,12 @@ static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
         sgx += gain * (double)r->psum[(at + c) * 2 + 1];
     }
     for (c = 0; c < p->Cg; ++c) {
-        float mg = (float)(sg / (double)p->K), mgx = (float)(sgx / (double)p->K), rstd = r->scale[at + c];
-        r->mg[at + c] = mg;
-        r->mgx[at + c] = mgx;
-        r->odd[at + c] = 0.0f;
-        if (!p->nxc && r->gain) {
-            /* NCX: the BatchNorm plane kernel, g = dy, with gamma folded
-               into the coefficients: rstd * (gamma dy - (mg + xhat mgx)) =
-               (dy - (mg / gamma + xhat * mgx / gamma)) * (rstd * gamma),
-               rounding as the terms' size. A gamma that is 0, subnormal or
-               not finite, or whose quotients overflow, keeps the direct
-               form (the row kernel's gain): odd. */
-            float ge = r->gain[g * p->Cg + c], fm = mg / ge, fmx = mgx / ge, fs = rstd * ge;
-            float age = ge < 0.0f ? -ge : ge;
-            if (age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || mg != mg) &&
-                (nbwd__finite(fmx) || mgx != mgx) && (nbwd__finite(fs) || rstd != rstd)) {
-                r->mg[at + c] = fm;
-                r->mgx[at + c] = fmx;
-                r->scale[at + c] = fs;
-            } else {
-                r->odd[at + c] = 1.0f;
-            }
-        }
+        r->mg[at + c] = (float)(sg / (double)p->K);
+        r->mgx[at + c] = (float)(sgx / (double)p->K);
+        r->odd[at + c] = r->gain && !nbwd__gn_fold(r, at + c, r->gain[g * p->Cg + c], !p->nxc);
     }
 }
+
 /* NCX: dx of an odd plane (see nbwd__gn_finish_set) through the row
    kernel's gain: the plane as rows of NBWD__GN_ODD_ROW elements whose
    coefficients are all the plane's. Rare, so simple. */
@@ -3859,7 +3862,13 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
         NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 0));
         for (n = 0; n < p.N; ++n) nbwd__gn_nxc_sample_sums(&r, n);
         if (r.want_dx) {
+            int any_odd = 0;
             for (i = 0; i < sets; ++i) nbwd__gn_finish_set(&r, i / p.G, i % p.G);
+            for (i = 0; i < NC; ++i) any_odd |= r.odd[i] != 0.0f;
+            if (r.gain && !any_odd) { /* the row kernel's g = dy, as BatchNorm's */
+                for (i = 0; i < NC; ++i) nbwd__gn_fold(&r, i, r.gain[i % C], 1);
+                r.gain = NULL;
+            }
             NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 1));
         }
     } else {
