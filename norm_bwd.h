@@ -1038,7 +1038,8 @@ typedef struct nbwd__cols {
 } nbwd__cols;
 typedef struct nbwd__chans {
     const float *xm, *xs, *mg, *mgx, *scale;
-    const float *gain;              /* GroupNorm: g = dy * gain[j] (its gamma); NULL: g = dy */
+    const float *gain;              /* GroupNorm: g = dy * gain[j] (its gamma); NULL: g = dy (the
+                                       narrow body takes only this: a gain is rare, see nbwd__gn_fold) */
     float *dg, *db;
 } nbwd__chans;
 
@@ -4559,7 +4560,6 @@ NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const 
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
                 NBWD__V xh =
                     NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
-                if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + v * NBWD__VW, NBWD__LANES(v)));
                 NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
                                           NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
             });
@@ -4660,7 +4660,7 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
             NBWD__CAT(nbwd__bn_rows_##SUF, NBWD__KBASE)(r);                                                 \
             return;                                                                                         \
         }                                                                                                   \
-        if (NARROW_BN && r->n <= NBWD__NARROW_VECS * NBWD__VW)                                              \
+        if (NARROW_BN && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)                            \
             NBWD__K(nbwd__bn_narrow_body)(r, DT, (int)((r->n + NBWD__VW - 1) / NBWD__VW));                  \
         else NBWD__K(nbwd__bn_rows_body)(r, DT);                                                            \
     }                                                                                                       \
