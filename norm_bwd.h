@@ -3790,7 +3790,7 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     void *owned;
     char *ws;
     int64_t c, n, g, i, C, NC, sets;
-    int threads, reads_gamma;
+    int threads, reads_gamma, busy;
     const void *spread, *x;
     if ((s = nbwd__gn_plan_desc(desc, &p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
@@ -3800,17 +3800,18 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     C = p.C;
     NC = p.N * C;
     r.want_dx = args->diff_src != NULL;
-    if (NC * p.S == 0 || !(r.want_dx || args->diff_gamma || args->diff_beta)) {
-        /* an empty batch: empty sums (nothing at all without C) */
+    busy = NC * p.S > 0 && (r.want_dx || args->diff_gamma || args->diff_beta);
+    if ((s = nbwd__get_workspace(p.ws_bytes, busy ? p.ws_bytes : 0, workspace, workspace_bytes, &owned, &ws)) !=
+        NBWD_OK)
+        return s;
+    /* Everything is validated: from here on outputs are written. */
+    if (!busy) { /* an empty batch: empty sums (nothing at all without C) */
         for (c = 0; c < C && !p.accumulate; ++c) {
             if (args->diff_gamma) nbwd__store(args->diff_gamma, nbwd__param_off(&p.par, NBWD__PDG, c), p.pdt, 0.0f);
             if (args->diff_beta) nbwd__store(args->diff_beta, nbwd__param_off(&p.par, NBWD__PDB, c), p.pdt, 0.0f);
         }
         return NBWD_OK;
     }
-    if ((s = nbwd__get_workspace(p.ws_bytes, p.ws_bytes, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK)
-        return s;
-    /* Everything is validated: from here on outputs are written. */
     r.p = &p;
     reads_gamma = nbwd__gn_reads_gamma(&p, args);
     x = nbwd__x_of(p.form, args->src, args->xhat, args->dst);
