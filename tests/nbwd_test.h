@@ -34,6 +34,7 @@ void test_determinism(void);
 void test_bounds(void); /* test_bounds.c: tails ending at a PROT_NONE page */
 void test_layouts(void); /* test_layouts.c: strides never change bits; empty problems; interleaving */
 void test_diagnostics(void); /* test_diagnostics.c: desc_init stamps, nbwd_last_error, NORM_BWD_VERBOSE */
+void test_group_norm(void); /* test_group_norm.c: GroupNorm/InstanceNorm backward against the reference */
 
 #if defined(__MINGW32__) && defined(__MINGW_PRINTF_FORMAT)
 /* MinGW: ms_printf (no %zu) unless built with __USE_MINGW_ANSI_STDIO=1 */
@@ -295,6 +296,26 @@ void ref_batch_norm_stats(int rank, const int64_t *dims, nbwd_layout layout, ref
                           double *var);
 void ref_batch_norm_fwd(int rank, const int64_t *dims, nbwd_layout layout, double eps, const double *x,
                         const double *gamma, const double *beta, double *y);
+
+/* GroupNorm (InstanceNorm: groups = C) backward; dims NXC [N, X..., C] or
+   NCX [N, C, X...]; a set is one sample's group of C/groups consecutive
+   channels over every spatial position. mean and spread (variance, rstd or
+   std per form): [N, groups], strides of two entries (NULL: dense); gamma,
+   beta: [C], one stride entry (p NULL: 1 and 0). XHAT_STD: x holds xhat
+   (mean ignored); DST_RSTD: x holds the forward output y = xhat * gamma +
+   beta, xhat = (y - beta) / gamma, 0 where |gamma| < FLT_MIN (as
+   ref_norm_dst_bwd). dg/db: [C]; their tolerances count the N * spatial
+   elements of a channel as rows. */
+void ref_group_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, nbwd_stats_form form,
+                        double eps, ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
+                        ref_tensor beta, ref_out out);
+/* Mean and biased variance of each set, float64, dense [N * groups]. */
+void ref_group_norm_stats(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, ref_tensor x,
+                          double *mean, double *var);
+/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c] per set, the
+   statistics recomputed from x; gamma/beta NULL: 1/0; dense double. */
+void ref_group_norm_fwd(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, double eps,
+                        const double *x, const double *gamma, const double *beta, double *y);
 
 /* Reads element `linear` (row-major logical index) of a strided tensor. */
 double ref_get(ref_tensor t, int rank, const int64_t *dims, int64_t linear);

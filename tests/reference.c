@@ -385,3 +385,134 @@ void ref_batch_norm_fwd(int rank, const int64_t *dims, nbwd_layout layout, doubl
     free(mean);
     free(var);
 }
+
+/* ---------------------------------------------------------- GroupNorm */
+/* A set is one sample's group: channels [g * C/groups, (g + 1) * C/groups)
+   over every spatial position, K = C/groups * spatial elements. Each
+   element is visited through a cursor over the whole tensor; its set is
+   (idx[0], idx[channel dim] / (C/groups)). */
+static int ref_gn_channel_dim(int rank, nbwd_layout layout) { return layout == NBWD_NCX ? 1 : rank - 1; }
+
+void ref_group_norm_bwd(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, nbwd_stats_form form,
+                        double eps, ref_tensor x, ref_tensor dy, ref_tensor mean, ref_tensor spread, ref_tensor gamma,
+                        ref_tensor beta, ref_out out) {
+    int cd = ref_gn_channel_dim(rank, layout);
+    int64_t N = dims[0], C = dims[cd], total = ref_count(dims, 0, rank), NG = N * groups, sd[2], c, e, s;
+    int64_t Cg = groups > 0 && C > 0 ? C / groups : 1, K = NG > 0 && total > 0 ? total / NG : 0;
+    int64_t R = C > 0 ? total / C : 0; /* elements summed into each channel's diff_gamma/diff_beta */
+    size_t sb = (size_t)(NG > 0 ? NG : 1) * sizeof(double), cb = (size_t)(C > 0 ? C : 1) * sizeof(double);
+    double *m = (double *)calloc(1, sb), *rstd = (double *)calloc(1, sb), *sg = (double *)calloc(1, sb);
+    double *sgx = (double *)calloc(1, sb), *sag = (double *)calloc(1, sb), *sagx = (double *)calloc(1, sb);
+    double *gm = (double *)calloc(1, cb), *bt = (double *)calloc(1, cb), *sdy = (double *)calloc(1, cb);
+    double *sady = (double *)calloc(1, cb), *sdyx = (double *)calloc(1, cb), *sadyx = (double *)calloc(1, cb);
+    ref_cursor cx, cdy;
+    if (!m || !rstd || !sg || !sgx || !sag || !sagx || !gm || !bt || !sdy || !sady || !sdyx || !sadyx) {
+        fprintf(stderr, "reference: out of memory\n");
+        exit(2);
+    }
+    sd[0] = N;
+    sd[1] = groups;
+    for (s = 0; s < NG; ++s) { /* [N, groups] statistics: any strides */
+        m[s] = form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD ? ref_get(mean, 2, sd, s) : 0.0;
+        rstd[s] = ref_rstd(form, ref_get(spread, 2, sd, s), eps);
+    }
+    for (c = 0; c < C; ++c) { /* [C] parameters: any stride */
+        gm[c] = gamma.p ? ref_get(gamma, 1, &C, c) : 1.0;
+        bt[c] = beta.p ? ref_get(beta, 1, &C, c) : 0.0;
+    }
+    /* pass 1: the sums of each set and of each channel */
+    ref_cursor_init(&cx, rank, dims, x.strides);
+    ref_cursor_init(&cdy, rank, dims, dy.strides);
+    for (e = 0; e < total; ++e) {
+        double xv = ref_load(x.p, x.dt, cx.off), d = ref_load(dy.p, dy.dt, cdy.off), xh, g;
+        c = cx.idx[cd];
+        s = cx.idx[0] * groups + c / Cg;
+        xh = form == NBWD_STATS_XHAT_STD ? xv
+             : form == NBWD_STATS_DST_RSTD ? ref_unscale(xv, gm[c], bt[c])
+                                           : (xv - m[s]) * rstd[s];
+        g = d * gm[c];
+        sg[s] += g; sgx[s] += g * xh; sag[s] += fabs(g); sagx[s] += fabs(g * xh);
+        sdy[c] += d; sady[c] += fabs(d); sdyx[c] += d * xh; sadyx[c] += fabs(d * xh);
+        ref_cursor_next(&cx);
+        ref_cursor_next(&cdy);
+    }
+    /* pass 2: diff_src */
+    if (out.dx || out.dx_tol) {
+        ref_cursor_init(&cx, rank, dims, x.strides);
+        ref_cursor_init(&cdy, rank, dims, dy.strides);
+        for (e = 0; e < total; ++e) {
+            double xv = ref_load(x.p, x.dt, cx.off), d = ref_load(dy.p, dy.dt, cdy.off), xh, g, mg, mgx;
+            c = cx.idx[cd];
+            s = cx.idx[0] * groups + c / Cg;
+            xh = form == NBWD_STATS_XHAT_STD ? xv
+                 : form == NBWD_STATS_DST_RSTD ? ref_unscale(xv, gm[c], bt[c])
+                                               : (xv - m[s]) * rstd[s];
+            g = d * gm[c];
+            mg = sg[s] / (double)K;
+            mgx = sgx[s] / (double)K;
+            if (out.dx) out.dx[e] = rstd[s] * (g - mg - xh * mgx);
+            if (out.dx_tol) {
+                double s1 = fabs(rstd[s]) * (fabs(g) + fabs(mg) + fabs(xh) * fabs(mgx));
+                double s2 = fabs(rstd[s]) * (sag[s] / (double)K + fabs(xh) * sagx[s] / (double)K);
+                out.dx_tol[e] = t_tol_dx(s1, s2, K);
+            }
+            ref_cursor_next(&cx);
+            ref_cursor_next(&cdy);
+        }
+    }
+    for (c = 0; c < C; ++c) {
+        if (out.dg) out.dg[c] = sdyx[c];
+        if (out.db) out.db[c] = sdy[c];
+        if (out.dg_tol) out.dg_tol[c] = t_tol_param(sadyx[c], R, 0.0);
+        if (out.db_tol) out.db_tol[c] = t_tol_param(sady[c], R, 0.0);
+    }
+    free(m); free(rstd); free(sg); free(sgx); free(sag); free(sagx);
+    free(gm); free(bt); free(sdy); free(sady); free(sdyx); free(sadyx);
+}
+
+void ref_group_norm_stats(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, ref_tensor x,
+                          double *mean, double *var) {
+    int cd = ref_gn_channel_dim(rank, layout);
+    int64_t N = dims[0], C = dims[cd], total = ref_count(dims, 0, rank), NG = N * groups, e, s;
+    int64_t Cg = groups > 0 && C > 0 ? C / groups : 1, K = NG > 0 && total > 0 ? total / NG : 0;
+    ref_cursor cx;
+    for (s = 0; s < NG; ++s) mean[s] = var[s] = 0.0;
+    ref_cursor_init(&cx, rank, dims, x.strides);
+    for (e = 0; e < total; ++e) {
+        mean[cx.idx[0] * groups + cx.idx[cd] / Cg] += ref_load(x.p, x.dt, cx.off);
+        ref_cursor_next(&cx);
+    }
+    for (s = 0; s < NG; ++s) mean[s] = K > 0 ? mean[s] / (double)K : 0.0;
+    ref_cursor_init(&cx, rank, dims, x.strides);
+    for (e = 0; e < total; ++e) {
+        double d;
+        s = cx.idx[0] * groups + cx.idx[cd] / Cg;
+        d = ref_load(x.p, x.dt, cx.off) - mean[s];
+        var[s] += d * d;
+        ref_cursor_next(&cx);
+    }
+    for (s = 0; s < NG; ++s) var[s] = K > 0 ? var[s] / (double)K : 0.0;
+}
+
+void ref_group_norm_fwd(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, double eps,
+                        const double *x, const double *gamma, const double *beta, double *y) {
+    int cd = ref_gn_channel_dim(rank, layout);
+    int64_t N = dims[0], C = dims[cd], total = ref_count(dims, 0, rank), NG = N * groups, e, s, c;
+    int64_t Cg = groups > 0 && C > 0 ? C / groups : 1;
+    double *mean = (double *)malloc((size_t)(NG > 0 ? NG : 1) * sizeof(double));
+    double *var = (double *)malloc((size_t)(NG > 0 ? NG : 1) * sizeof(double));
+    ref_tensor tx;
+    ref_cursor cx;
+    if (!mean || !var) { fprintf(stderr, "reference: out of memory\n"); exit(2); }
+    tx.p = x; tx.dt = T_F64; tx.strides = NULL;
+    ref_group_norm_stats(rank, dims, layout, groups, tx, mean, var); /* of the double input, recomputed here */
+    ref_cursor_init(&cx, rank, dims, NULL);
+    for (e = 0; e < total; ++e) {
+        c = cx.idx[cd];
+        s = cx.idx[0] * groups + c / Cg;
+        y[e] = (x[e] - mean[s]) / sqrt(var[s] + eps) * (gamma ? gamma[c] : 1.0) + (beta ? beta[c] : 0.0);
+        ref_cursor_next(&cx);
+    }
+    free(mean);
+    free(var);
+}

@@ -5,7 +5,13 @@
    reference backward fed the forward's own mean and variance and dy = w;
    BatchNorm also with the statistics frozen (a forward that takes them as
    constants, against the NBWD_USE_GLOBAL_STATS reference); RMSNorm likewise
-   (the mean square recomputed inside its forward). Also: the three
+   (the mean square recomputed inside its forward); GroupNorm/InstanceNorm
+   likewise (the set statistics recomputed inside its forward; both
+   layouts, groups 1, 2, C/2 and C), its four statistics forms agreeing
+   (DST_RSTD: xhat recovered from the forward output), and checked against
+   the BatchNorm reference (groups = C, N = 1: a set is a channel) and the
+   LayerNorm reference (groups = 1, NCX: a set is a sample's [C, X...] with
+   gamma repeated over X). Also: the three
    statistics forms agree, and strided (padded, negative)
    inputs give the same results as dense ones. */
 #include "nbwd_test.h"
@@ -20,6 +26,14 @@ typedef struct bn_ctx {
     double eps;
     const double *mean, *var; /* frozen statistics (NULL: recomputed from x) */
 } bn_ctx;
+
+typedef struct gn_ctx {
+    int rank;
+    const int64_t *dims;
+    nbwd_layout layout;
+    int64_t groups;
+    double eps;
+} gn_ctx;
 
 static void ln_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
     const ln_ctx *c = (const ln_ctx *)ctx;
@@ -47,6 +61,11 @@ static void bn_fwd(const void *ctx, const double *x, const double *gamma, const 
         }
         y[e] = (x[e] - c->mean[ch]) / sqrt(c->var[ch] + c->eps) * gamma[ch] + beta[ch];
     }
+}
+
+static void gn_fwd(const void *ctx, const double *x, const double *gamma, const double *beta, double *y) {
+    const gn_ctx *c = (const gn_ctx *)ctx;
+    ref_group_norm_fwd(c->rank, c->dims, c->layout, c->groups, c->eps, x, gamma, beta, y);
 }
 
 static double loss(fwd_fn f, const void *ctx, const double *x, const double *g, const double *b, const double *w,
@@ -362,6 +381,171 @@ static void bn_reference_case(int rank, const int64_t *dims, nbwd_layout layout,
     free(spread); free(fdg); free(fdb); free(dg); free(db); free(dg2); free(db2);
 }
 
+/* GroupNorm: finite differences of its forward (the set statistics
+   recomputed inside it) against the reference backward; the other three
+   statistics forms; strided tensors (data, [N, groups] statistics, [C]
+   parameters); and the BatchNorm (groups = C, N = 1) and LayerNorm
+   (groups = 1, NCX) references on the same problem. */
+static void gn_reference_case(int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, uint64_t seed) {
+    int cd = layout == NBWD_NCX ? 1 : rank - 1, d;
+    int64_t N = dims[0], C = dims[cd], total = 1, NG = dims[0] * groups, Cg = dims[cd] / groups, S, i, e, s;
+    double *x, *w, *y, *g, *b, *mean, *var, *spread, *xh, *fdx, *fdg, *fdb, *dx, *dg, *db, *dx2, *dg2, *db2;
+    char dims_s[64];
+    int k = 0;
+    gn_ctx ctx;
+    ref_out o;
+    t_rng rng;
+    dims_s[0] = 0;
+    for (d = 0; d < rank; ++d) {
+        k += snprintf(dims_s + k, sizeof dims_s - (size_t)k, "%s%lld", d ? "x" : "", (long long)dims[d]);
+        total *= dims[d];
+    }
+    S = total / (N * C);
+    t_case("reference GN vs finite differences: %s dims %s groups %lld", layout == NBWD_NCX ? "NCX" : "NXC", dims_s,
+           (long long)groups);
+    t_rng_seed(&rng, seed);
+    x = (double *)t_xmalloc((size_t)total * sizeof(double));
+    w = (double *)t_xmalloc((size_t)total * sizeof(double));
+    y = (double *)t_xmalloc((size_t)total * sizeof(double));
+    xh = (double *)t_xmalloc((size_t)total * sizeof(double));
+    fdx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx = (double *)t_xmalloc((size_t)total * sizeof(double));
+    dx2 = (double *)t_xmalloc((size_t)total * sizeof(double));
+    g = (double *)t_xmalloc((size_t)C * sizeof(double));
+    b = (double *)t_xmalloc((size_t)C * sizeof(double));
+    fdg = (double *)t_xmalloc((size_t)C * sizeof(double));
+    fdb = (double *)t_xmalloc((size_t)C * sizeof(double));
+    dg = (double *)t_xmalloc((size_t)C * sizeof(double));
+    db = (double *)t_xmalloc((size_t)C * sizeof(double));
+    dg2 = (double *)t_xmalloc((size_t)C * sizeof(double));
+    db2 = (double *)t_xmalloc((size_t)C * sizeof(double));
+    mean = (double *)t_xmalloc((size_t)NG * sizeof(double));
+    var = (double *)t_xmalloc((size_t)NG * sizeof(double));
+    spread = (double *)t_xmalloc((size_t)NG * sizeof(double));
+    /* a different offset per channel: the set's mean is not each channel's */
+    for (e = 0; e < total; ++e) {
+        int64_t lin = e, ch = 0;
+        for (d = rank - 1; d >= 0; --d) {
+            if (d == cd) ch = lin % dims[d];
+            lin /= dims[d];
+        }
+        x[e] = 0.3 * (double)ch - 0.5 + 1.5 * t_rng_normal(&rng);
+        w[e] = t_rng_normal(&rng);
+    }
+    for (i = 0; i < C; ++i) {
+        g[i] = (i % 3 == 1 ? -1.0 : 1.0) * t_rng_uniform(&rng, 0.5, 1.5); /* |gamma| >= 0.5: y - beta keeps xhat */
+        b[i] = t_rng_normal(&rng);
+    }
+    ctx.rank = rank; ctx.dims = dims; ctx.layout = layout; ctx.groups = groups; ctx.eps = 1e-3;
+    fd_grad(gn_fwd, &ctx, x, g, b, w, y, total, x, total, fdx);
+    fd_grad(gn_fwd, &ctx, x, g, b, w, y, total, g, C, fdg);
+    fd_grad(gn_fwd, &ctx, x, g, b, w, y, total, b, C, fdb);
+    ref_group_norm_stats(rank, dims, layout, groups, f64(x, NULL), mean, var);
+    memset(&o, 0, sizeof o);
+    o.dx = dx; o.dg = dg; o.db = db;
+    ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                       f64(mean, NULL), f64(var, NULL), f64(g, NULL), f64(NULL, NULL), o);
+    compare_fd("GroupNorm diff_src", fdx, dx, total);
+    compare_fd("GroupNorm diff_gamma", fdg, dg, C);
+    compare_fd("GroupNorm diff_beta", fdb, db, C);
+
+    /* the other forms: MEAN_RSTD, XHAT_STD (xhat in place of x), DST_RSTD (the forward output and beta) */
+    o.dx = dx2; o.dg = dg2; o.db = db2;
+    for (s = 0; s < NG; ++s) spread[s] = 1.0 / sqrt(var[s] + ctx.eps);
+    ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_MEAN_RSTD, 12345.0, f64(x, NULL), f64(w, NULL),
+                       f64(mean, NULL), f64(spread, NULL), f64(g, NULL), f64(NULL, NULL), o);
+    compare_exact("GroupNorm MEAN_RSTD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("GroupNorm MEAN_RSTD vs MEAN_VARIANCE diff_gamma", dg2, dg, C, 1e-12);
+    compare_exact("GroupNorm MEAN_RSTD vs MEAN_VARIANCE diff_beta", db2, db, C, 0.0);
+    gn_fwd(&ctx, x, g, b, y);
+    ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_DST_RSTD, 12345.0, f64(y, NULL), f64(w, NULL),
+                       f64(NULL, NULL), f64(spread, NULL), f64(g, NULL), f64(b, NULL), o);
+    compare_exact("GroupNorm DST_RSTD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("GroupNorm DST_RSTD vs MEAN_VARIANCE diff_gamma", dg2, dg, C, 1e-12);
+    compare_exact("GroupNorm DST_RSTD vs MEAN_VARIANCE diff_beta", db2, db, C, 0.0);
+    for (s = 0; s < NG; ++s) spread[s] = sqrt(var[s] + ctx.eps);
+    for (e = 0; e < total; ++e) {
+        int64_t lin = e, idx[NBWD_MAX_RANK];
+        for (d = rank - 1; d >= 0; --d) { idx[d] = lin % dims[d]; lin /= dims[d]; }
+        s = idx[0] * groups + idx[cd] / Cg;
+        xh[e] = (x[e] - mean[s]) / spread[s];
+    }
+    ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_XHAT_STD, 12345.0, f64(xh, NULL), f64(w, NULL),
+                       f64(NULL, NULL), f64(spread, NULL), f64(g, NULL), f64(NULL, NULL), o);
+    compare_exact("GroupNorm XHAT_STD vs MEAN_VARIANCE diff_src", dx2, dx, total, 1e-12);
+    compare_exact("GroupNorm XHAT_STD vs MEAN_VARIANCE diff_gamma", dg2, dg, C, 1e-12);
+    compare_exact("GroupNorm XHAT_STD vs MEAN_VARIANCE diff_beta", db2, db, C, 0.0);
+
+    /* strided: data padded (a negative batch stride), [N, groups] statistics
+       with gaps (a negative group stride), [C] parameters with strides 3 and -2 */
+    {
+        int64_t sx[NBWD_MAX_RANK], sw[NBWD_MAX_RANK], sm[2], sv[2], sd[2], sg[1] = {3}, sb[1] = {-2};
+        int dense_from = layout == NBWD_NCX ? 2 : rank - 1;
+        double *xs, *ws, *ms, *vs, *gs, *bs, *mx, *mw, *mm, *mv, *mg, *mb;
+        sd[0] = N; sd[1] = groups;
+        t_padded_strides(rank, dims, dense_from, 2, sx);
+        t_padded_strides(rank, dims, dense_from, 5, sw);
+        t_padded_strides(2, sd, 2, 1, sm);
+        t_padded_strides(2, sd, 2, 3, sv);
+        sx[0] = -sx[0];
+        sv[1] = -sv[1];
+        for (s = 0; s < NG; ++s) spread[s] = var[s];
+        mx = to_strided(rank, dims, x, sx, &xs);
+        mw = to_strided(rank, dims, w, sw, &ws);
+        mm = to_strided(2, sd, mean, sm, &ms);
+        mv = to_strided(2, sd, spread, sv, &vs);
+        mg = to_strided(1, &C, g, sg, &gs);
+        mb = to_strided(1, &C, b, sb, &bs);
+        ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(xs, sx), f64(ws, sw),
+                           f64(ms, sm), f64(vs, sv), f64(gs, sg), f64(NULL, NULL), o);
+        compare_exact("GroupNorm strided vs dense diff_src", dx2, dx, total, 0.0);
+        compare_exact("GroupNorm strided vs dense diff_gamma", dg2, dg, C, 0.0);
+        compare_exact("GroupNorm strided vs dense diff_beta", db2, db, C, 0.0);
+        /* DST_RSTD with strided y, gamma and beta */
+        gn_fwd(&ctx, x, g, b, y);
+        free(mx);
+        mx = to_strided(rank, dims, y, sx, &xs);
+        for (s = 0; s < NG; ++s) spread[s] = 1.0 / sqrt(var[s] + ctx.eps);
+        free(mv);
+        mv = to_strided(2, sd, spread, sv, &vs);
+        ref_group_norm_bwd(rank, dims, layout, groups, NBWD_STATS_DST_RSTD, 0.0, f64(xs, sx), f64(ws, sw),
+                           f64(NULL, NULL), f64(vs, sv), f64(gs, sg), f64(bs, sb), o);
+        compare_exact("GroupNorm DST_RSTD strided diff_src", dx2, dx, total, 1e-12);
+        compare_exact("GroupNorm DST_RSTD strided diff_gamma", dg2, dg, C, 1e-12);
+        free(mx); free(mw); free(mm); free(mv); free(mg); free(mb);
+    }
+
+    /* InstanceNorm of one sample is BatchNorm of that sample */
+    if (groups == C && N == 1) {
+        ref_batch_norm_bwd(rank, dims, layout, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                           f64(mean, NULL), f64(var, NULL), f64(g, NULL), o);
+        compare_exact("InstanceNorm (N = 1) vs BatchNorm reference diff_src", dx2, dx, total, 1e-12);
+        compare_exact("InstanceNorm (N = 1) vs BatchNorm reference diff_gamma", dg2, dg, C, 1e-12);
+        compare_exact("InstanceNorm (N = 1) vs BatchNorm reference diff_beta", db2, db, C, 1e-12);
+    }
+    /* groups = 1 (NCX): LayerNorm over [C, X...] with gamma[c] repeated over X */
+    if (groups == 1 && layout == NBWD_NCX) {
+        double *gx = (double *)t_xmalloc((size_t)(C * S) * sizeof(double));
+        double *lg = (double *)t_xmalloc((size_t)(C * S) * sizeof(double));
+        double *lb = (double *)t_xmalloc((size_t)(C * S) * sizeof(double));
+        for (i = 0; i < C * S; ++i) gx[i] = g[i / S];
+        o.dg = lg; o.db = lb;
+        ref_layer_norm_bwd(rank, dims, 1, NBWD_STATS_MEAN_VARIANCE, ctx.eps, f64(x, NULL), f64(w, NULL),
+                           f64(mean, NULL), f64(var, NULL), f64(gx, NULL), o);
+        for (i = 0; i < C; ++i) {
+            int64_t j;
+            dg2[i] = db2[i] = 0.0;
+            for (j = 0; j < S; ++j) { dg2[i] += lg[i * S + j]; db2[i] += lb[i * S + j]; }
+        }
+        compare_exact("GroupNorm (groups 1) vs LayerNorm reference diff_src", dx2, dx, total, 1e-12);
+        compare_exact("GroupNorm (groups 1) vs LayerNorm reference diff_gamma (summed over X)", dg2, dg, C, 1e-12);
+        compare_exact("GroupNorm (groups 1) vs LayerNorm reference diff_beta (summed over X)", db2, db, C, 1e-12);
+        free(gx); free(lg); free(lb);
+    }
+    free(x); free(w); free(y); free(xh); free(fdx); free(dx); free(dx2); free(g); free(b); free(fdg); free(fdb);
+    free(dg); free(db); free(dg2); free(db2); free(mean); free(var); free(spread);
+}
+
 void test_reference(void) {
     static const int64_t d1[1] = {6}, d2[2] = {3, 7}, d3[3] = {2, 3, 4}, d4[4] = {2, 2, 3, 3};
     static const int64_t b2[2] = {5, 3}, b3n[3] = {3, 2, 4}, b3x[3] = {3, 4, 2}, b4n[4] = {2, 3, 2, 2},
@@ -383,4 +567,19 @@ void test_reference(void) {
     rms_reference_case(2, d2, 1, 902);
     rms_reference_case(3, d3, 1, 903);
     rms_reference_case(4, d4, 2, 904);
+    {
+        static const int64_t g2n[2] = {3, 4}, g3x[3] = {2, 3, 6}, g3n[3] = {2, 6, 4}, g4n[4] = {2, 4, 2, 3},
+                             g4x[4] = {2, 2, 3, 4}, g1n[3] = {1, 3, 5}, g1x[3] = {1, 3, 4}, g5x[5] = {2, 2, 1, 2, 4},
+                             g3i[3] = {3, 4, 5};
+        gn_reference_case(2, g2n, NBWD_NCX, 2, 951); /* no spatial dims: a set is C/groups values */
+        gn_reference_case(2, g2n, NBWD_NXC, 1, 952);
+        gn_reference_case(3, g3x, NBWD_NXC, 3, 953); /* groups C/2 */
+        gn_reference_case(3, g3n, NBWD_NCX, 2, 954);
+        gn_reference_case(3, g3i, NBWD_NCX, 4, 955); /* InstanceNorm */
+        gn_reference_case(4, g4n, NBWD_NCX, 1, 956); /* = LayerNorm */
+        gn_reference_case(4, g4x, NBWD_NXC, 4, 957); /* InstanceNorm */
+        gn_reference_case(3, g1n, NBWD_NCX, 3, 958); /* N = 1 InstanceNorm = BatchNorm */
+        gn_reference_case(3, g1x, NBWD_NXC, 4, 959);
+        gn_reference_case(5, g5x, NBWD_NXC, 2, 960);
+    }
 }
