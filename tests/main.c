@@ -509,6 +509,7 @@ static const t_suite g_suites[] = {
     {"detect", test_detect},         {"reference", test_reference},   {"convert", test_convert}, {"layer_norm", test_layer_norm},
     {"batch_norm", test_batch_norm}, {"status", test_status},   {"determinism", test_determinism},
     {"bounds", test_bounds},         {"layouts", test_layouts}, {"diagnostics", test_diagnostics},
+    {"group_norm", test_group_norm},
 };
 #define T_NSUITES ((int)(sizeof g_suites / sizeof g_suites[0]))
 

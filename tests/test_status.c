@@ -1,6 +1,9 @@
 /* test_status.c - every status code. For each invalid argument the exact
    status is asserted, and every output buffer (canary-filled, with guard
-   bytes) must be byte-for-byte untouched and every input unchanged. Also:
+   bytes) must be byte-for-byte untouched and every input unchanged
+   (LayerNorm/RMSNorm, BatchNorm with its two-phase calls and fused ReLU,
+   GroupNorm: groups that do not divide C, use_affine 0 with a gamma
+   gradient, the forms' inputs, strides, aliasing, workspace). Also:
    nbwd_status_string, the ISA controls, and caller workspaces of exactly the
    queried size (same bits as a NULL workspace). */
 #include "nbwd_test.h"
@@ -1171,6 +1174,361 @@ static void bn_relu_two_phase_status(nbwd_layout L) {
 #undef BN_RELU_REDUCE
 }
 
+/* ------------------------------------------------------------ GroupNorm */
+/* A valid call: N = 2, C = 4, X = 5, groups 2, f32 mean/variance, every output. */
+static void gn_valid(nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd_args *a, nbwd_layout layout) {
+    static const int64_t dims_ncx[3] = {2, 4, 5}, dims_nxc[3] = {2, 5, 4};
+    fixture_reset();
+    nbwd_group_norm_bwd_desc_init(d, 3, layout == NBWD_NCX ? dims_ncx : dims_nxc, layout, 2, 1e-5f);
+    d->isa = g_test_isa;
+    memset(a, 0, sizeof *a);
+    a->src = g_ar[A_X].base;
+    a->diff_dst = g_ar[A_DY].base;
+    a->mean = g_ar[A_M].base;
+    a->variance = g_ar[A_V].base;
+    a->gamma = g_ar[A_G].base;
+    a->diff_src = g_ar[A_DX].base;
+    a->diff_gamma = g_ar[A_DG].base;
+    a->diff_beta = g_ar[A_DB].base;
+}
+/* gn_valid in the DST_RSTD form: dst, rstd, gamma and beta */
+static void gn_valid_dst(nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd_args *a, nbwd_layout layout) {
+    gn_valid(d, a, layout);
+    d->stats_form = NBWD_STATS_DST_RSTD;
+    a->src = NULL;
+    a->mean = NULL;
+    a->variance = NULL;
+    a->dst = g_ar[A_DST].base;
+    a->rstd = g_ar[A_V].base;
+    a->beta = g_ar[A_B].base;
+}
+
+static void gn_expect(const char *what, const nbwd_group_norm_bwd_desc *d, const nbwd_group_norm_bwd_args *a,
+                      void *ws, size_t ws_bytes, nbwd_status want, int desc_level) {
+    nbwd_status s;
+    t_case("GN status: %s (%s, isa %s)", what, d && d->layout == NBWD_NCX ? "NCX" : "NXC", nbwd_isa_name(g_test_isa));
+    snap_inputs();
+    s = nbwd_group_norm_bwd(d, a, ws, ws_bytes);
+    CHECK_STATUS(s, want);
+    if (want != NBWD_OK) {
+        check_untouched(what);
+        CHECK(nbwd_last_error()[0] != 0, "%s: refused without a message", what);
+    }
+    if (desc_level && d) {
+        size_t bytes = 12345;
+        s = nbwd_group_norm_bwd_workspace_size(d, &bytes);
+        CHECK_STATUS(s, want);
+        if (want != NBWD_OK) CHECK(bytes == 12345, "workspace query wrote its result on failure");
+    }
+}
+
+static void gn_status_cases(nbwd_layout L) {
+    nbwd_group_norm_bwd_desc d, zero;
+    nbwd_group_norm_bwd_args a;
+    /* NCX dims {2, 4, 5}: the spatial dim dense; NXC {2, 5, 4}: the channels */
+    int64_t st_inner2_ncx[3] = {40, 10, 2}, st_inner2_nxc[3] = {40, 8, 2};
+    int64_t st_n0_ncx[3] = {0, 5, 1}, st_n0_nxc[3] = {0, 4, 1};
+    int64_t st_pad_ncx[3] = {30, 7, 1}, st_pad_nxc[3] = {40, 6, 1};
+    const int64_t *st_inner2 = L == NBWD_NCX ? st_inner2_ncx : st_inner2_nxc;
+    const int64_t *st_n0 = L == NBWD_NCX ? st_n0_ncx : st_n0_nxc;
+    const int64_t *st_pad = L == NBWD_NCX ? st_pad_ncx : st_pad_nxc;
+    size_t need = 0;
+    int k;
+    memset(&zero, 0, sizeof zero);
+
+    gn_valid(&d, &a, L); gn_expect("valid call", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); gn_expect("desc NULL", NULL, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    {
+        size_t bytes = 0;
+        t_case("GN status: workspace_size(NULL desc / NULL bytes)");
+        CHECK_STATUS(nbwd_group_norm_bwd_workspace_size(NULL, &bytes), NBWD_ERR_NULL_POINTER);
+        CHECK_STATUS(nbwd_group_norm_bwd_workspace_size(&d, NULL), NBWD_ERR_NULL_POINTER);
+    }
+    gn_expect("args NULL", &d, NULL, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); gn_expect("zeroed desc", &zero, &a, NULL, 0, NBWD_ERR_NOT_INITIALIZED, 1);
+    gn_valid(&d, &a, L); a.src = NULL; gn_expect("src NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); a.diff_dst = NULL; gn_expect("diff_dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); a.mean = NULL; gn_expect("mean NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); a.variance = NULL; gn_expect("variance NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); a.gamma = NULL;
+    gn_expect("gamma NULL with affine and diff_src", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); a.gamma = NULL; a.diff_src = NULL;
+    gn_expect("gamma NULL without diff_src (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_gamma = NULL;
+    gn_expect("diff_beta without diff_gamma (each optional: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_beta = NULL; a.diff_src = NULL;
+    gn_expect("diff_gamma alone (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); d.use_affine = 0; a.gamma = NULL; a.diff_gamma = NULL; a.diff_beta = NULL;
+    gn_expect("use_affine 0, diff_src alone, gamma NULL (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); d.use_affine = 0; a.diff_beta = NULL;
+    gn_expect("use_affine 0 with diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); d.use_affine = 0; a.diff_gamma = NULL;
+    gn_expect("use_affine 0 with diff_beta", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); d.use_affine = 0; a.diff_src = NULL; a.diff_gamma = NULL;
+    gn_expect("use_affine 0 with diff_beta alone", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); a.diff_src = NULL; a.diff_gamma = NULL; a.diff_beta = NULL;
+    gn_expect("no outputs at all (valid no-op)", &d, &a, NULL, 0, NBWD_OK, 0);
+    check_untouched("GN no outputs at all");
+
+    /* groups */
+    {
+        static const int64_t bad_groups[6] = {0, -1, -4, 3, 8, INT64_MIN};
+        for (k = 0; k < 6; ++k) {
+            char w[64];
+            gn_valid(&d, &a, L);
+            d.groups = bad_groups[k];
+            snprintf(w, sizeof w, "groups %lld (C = 4)", (long long)bad_groups[k]);
+            gn_expect(w, &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+            CHECK(strstr(nbwd_last_error(), "groups") != NULL, "%s: the message does not name groups: %s", w,
+                  nbwd_last_error());
+        }
+        gn_valid(&d, &a, L); d.groups = 4; gn_expect("groups = C (InstanceNorm: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        gn_valid(&d, &a, L); d.groups = 1; gn_expect("groups 1 (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        gn_valid(&d, &a, L); d.dims[L == NBWD_NCX ? 1 : 2] = 0; d.groups = 3;
+        gn_expect("C = 0, groups 3 (0 divides: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        check_untouched("GN C = 0");
+    }
+
+    /* rank, layout, epsilon, enums, flags, threads */
+    gn_valid(&d, &a, L); d.rank = 1; gn_expect("rank 1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.rank = 0; gn_expect("rank 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.rank = NBWD_MAX_RANK + 1;
+    gn_expect("rank > NBWD_MAX_RANK", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.layout = (nbwd_layout)2; gn_expect("layout 2", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.layout = (nbwd_layout)-1; gn_expect("layout -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.epsilon = 0.0f; gn_expect("epsilon 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.epsilon = -1e-5f; gn_expect("epsilon -1e-5", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.epsilon = (float)NAN; gn_expect("epsilon NaN", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.epsilon = (float)INFINITY;
+    gn_expect("epsilon +inf", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.epsilon = FLT_MIN / 4; gn_expect("epsilon subnormal (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); d.epsilon = 0.0f; d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = a.variance;
+    a.variance = NULL;
+    gn_expect("epsilon 0 with MEAN_RSTD (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)4;
+    gn_expect("stats_form 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)-1;
+    gn_expect("stats_form -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.flags = NBWD_USE_GLOBAL_STATS;
+    gn_expect("flags NBWD_USE_GLOBAL_STATS (BatchNorm's)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.flags = NBWD_FUSE_RELU;
+    gn_expect("flags NBWD_FUSE_RELU (BatchNorm's)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.flags = 0x80000000u | NBWD_ACCUMULATE_PARAM_GRADS;
+    gn_expect("flags bit 31", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.flags = NBWD_ACCUMULATE_PARAM_GRADS;
+    gn_expect("flags NBWD_ACCUMULATE_PARAM_GRADS (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); d.num_threads = -1; gn_expect("num_threads -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.isa = NBWD_ISA_COUNT; gn_expect("isa NBWD_ISA_COUNT", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    {
+        nbwd_isa bad = unsupported_isa();
+        if (bad != NBWD_ISA_AUTO) {
+            gn_valid(&d, &a, L); d.isa = bad;
+            gn_expect("desc.isa not supported here", &d, &a, NULL, 0, NBWD_ERR_UNSUPPORTED, 0);
+        }
+    }
+
+    /* shapes, dtypes */
+    gn_valid(&d, &a, L); d.dims[2] = -1; gn_expect("negative dim", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    gn_valid(&d, &a, L); d.dims[0] = (int64_t)1 << 31; d.dims[1] = (int64_t)1 << 31; d.dims[2] = (int64_t)1 << 31;
+    gn_expect("dims 2^31 x 2^31 x 2^31 overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
+    gn_valid(&d, &a, L); d.data_dtype = (nbwd_dtype)5;
+    gn_expect("data_dtype 5", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    for (k = 0; k < 3; ++k) {
+        static const nbwd_dtype bad[3][3] = {{NBWD_F32, NBWD_BF16, NBWD_F32},
+                                             {NBWD_F16, NBWD_F32, NBWD_BF16},
+                                             {NBWD_BF16, NBWD_F16, NBWD_BF16}};
+        gn_valid(&d, &a, L);
+        d.data_dtype = bad[k][0]; d.stats_dtype = bad[k][1]; d.param_dtype = bad[k][2];
+        gn_expect("bad dtype combination", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
+    }
+
+    /* data strides: the spatial dims (NCX) or the channels (NXC) dense */
+    gn_valid(&d, &a, L); d.src_strides = st_inner2;
+    gn_expect("src block not dense (inner stride 2)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    gn_valid(&d, &a, L); d.diff_dst_strides = st_inner2;
+    gn_expect("diff_dst block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    gn_valid(&d, &a, L); d.diff_src_strides = st_inner2;
+    gn_expect("diff_src block not dense", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    {
+        /* rank 4: NCX {2, 4, 3, 5} with the spatial dims 3 x 5 not contiguous
+           (row stride 6); NXC {2, 3, 5, 4} with padded spatial rows (valid) */
+        int64_t d4n[4] = {2, 4, 3, 5}, d4x[4] = {2, 3, 5, 4}, s4n[4] = {96, 24, 6, 1}, s4x[4] = {90, 30, 6, 1};
+        gn_valid(&d, &a, L);
+        nbwd_group_norm_bwd_desc_init(&d, 4, L == NBWD_NCX ? d4n : d4x, L, 2, 1e-5f);
+        d.isa = g_test_isa;
+        d.src_strides = L == NBWD_NCX ? s4n : s4x;
+        if (L == NBWD_NCX) gn_expect("NCX spatial dims not one dense block", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        else gn_expect("NXC spatial rows padded, channels dense (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    }
+    gn_valid(&d, &a, L); d.src_strides = st_n0;
+    gn_expect("src batch stride 0 (input: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); d.diff_src_strides = st_n0;
+    gn_expect("diff_src batch stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 0);
+    gn_valid(&d, &a, L); d.diff_src_strides = st_pad; d.src_strides = st_pad; d.diff_dst_strides = st_pad;
+    gn_expect("padded outer strides (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    {
+        int64_t st_huge[3];
+        memcpy(st_huge, st_pad, sizeof st_huge);
+        st_huge[0] = INT64_MAX / 2;
+        gn_valid(&d, &a, L); d.diff_dst_strides = st_huge;
+        gn_expect("diff_dst batch stride INT64_MAX/2: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    }
+    /* [N, groups] statistics: two entries each */
+    {
+        static const int64_t s0[2] = {0, 1}, sT[2] = {1, 2}, sbig[2] = {INT64_MAX / 4, 1}, sneg[2] = {-2, 1};
+        gn_valid(&d, &a, L); d.mean_strides = s0;
+        gn_expect("mean strides {0, 1} (broadcast over the batch: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.var_strides = sT;
+        gn_expect("variance strides {1, 2} (stored [groups, N]: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.mean_strides = sneg; a.mean = (const float *)a.mean + 2;
+        gn_expect("mean strides {-2, 1} (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.mean_strides = sbig;
+        gn_expect("mean stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        gn_valid(&d, &a, L); d.var_strides = sbig;
+        gn_expect("variance stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+    }
+    /* [C] parameters: one entry each */
+    {
+        static const int64_t c0[1] = {0}, c3[1] = {3}, cneg[1] = {-2}, chuge[1] = {INT64_MAX / 4};
+        gn_valid(&d, &a, L); d.diff_gamma_strides = c0;
+        gn_expect("diff_gamma stride 0 over 4 channels (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        gn_valid(&d, &a, L); d.diff_beta_strides = c0;
+        gn_expect("diff_beta stride 0 (self-overlap)", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        gn_valid(&d, &a, L); d.gamma_strides = chuge;
+        gn_expect("gamma stride INT64_MAX/4: extent overflows", &d, &a, NULL, 0, NBWD_ERR_BAD_STRIDES, 1);
+        gn_valid(&d, &a, L); d.gamma_strides = c0;
+        gn_expect("gamma stride 0 (broadcast: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.gamma_strides = cneg; a.gamma = (const float *)a.gamma + 6; d.diff_beta_strides = c3;
+        gn_expect("gamma stride -2, diff_beta stride 3 (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.diff_gamma_strides = c3; a.diff_beta = (char *)a.diff_gamma + 4;
+        gn_expect("diff_beta interleaved with diff_gamma (stride 3)", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+        gn_valid(&d, &a, L); d.diff_gamma_strides = c3; a.diff_gamma = (char *)g_ar[A_DX].base + 4 * 35;
+        gn_expect("strided diff_gamma reaching into diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    }
+
+    /* aliasing */
+    gn_valid(&d, &a, L); a.diff_src = (char *)g_ar[A_DY].base + 8;
+    gn_expect("diff_src = diff_dst + 2 elements", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_src = (void *)a.diff_dst;
+    gn_expect("diff_src == diff_dst (in place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_src = (void *)a.src;
+    gn_expect("diff_src == src (in place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_src = (void *)a.src; d.src_strides = st_pad;
+    gn_expect("diff_src same base as src, other strides", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_src = (void *)a.diff_dst; d.diff_src_strides = st_pad; d.diff_dst_strides = st_pad;
+    gn_expect("diff_src == diff_dst, both padded alike (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_src = (char *)g_ar[A_V].base - 4 * 38;
+    gn_expect("diff_src overlaps variance", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_beta = a.diff_gamma;
+    gn_expect("diff_beta == diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_beta = (char *)a.diff_gamma + 12;
+    gn_expect("diff_beta overlaps diff_gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_gamma = (void *)a.mean;
+    gn_expect("diff_gamma == mean", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_beta = (void *)a.gamma;
+    gn_expect("diff_beta == gamma", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_gamma = (char *)g_ar[A_DX].base + 4 * 10;
+    gn_expect("diff_gamma inside diff_src", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid(&d, &a, L); a.diff_src = NULL; a.diff_gamma = (void *)a.gamma;
+    gn_expect("diff_gamma == gamma without diff_src (gamma not read: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid(&d, &a, L); a.diff_beta = g_ar[A_B].base; a.beta = g_ar[A_B].base;
+    gn_expect("diff_beta == beta outside DST_RSTD (beta not read: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+
+    /* statistics of another form */
+    gn_valid(&d, &a, L); a.rstd = g_ar[A_V].base + 512;
+    gn_expect("rstd given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); a.dst = g_ar[A_DST].base;
+    gn_expect("dst given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); a.xhat = g_ar[A_DST].base;
+    gn_expect("xhat given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL;
+    a.xhat = a.src; a.src = NULL;
+    gn_expect("mean given with XHAT_STD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_XHAT_STD; a.std = a.variance; a.variance = NULL; a.mean = NULL;
+    a.src = NULL;
+    gn_expect("xhat NULL (XHAT_STD)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_XHAT_STD; a.xhat = a.src; a.src = NULL; a.mean = NULL;
+    a.variance = NULL;
+    gn_expect("std NULL (XHAT_STD)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_XHAT_STD; a.xhat = a.src; a.src = NULL; a.mean = NULL;
+    a.std = a.variance; a.variance = NULL;
+    gn_expect("XHAT_STD (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+
+    /* DST_RSTD: dst, rstd, gamma (diff_src or diff_gamma), beta optional and read */
+    gn_valid_dst(&d, &a, L); gn_expect("DST_RSTD (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid_dst(&d, &a, L); a.beta = NULL; gn_expect("DST_RSTD without beta (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid_dst(&d, &a, L); a.dst = NULL; gn_expect("DST_RSTD, dst NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid_dst(&d, &a, L); a.rstd = NULL;
+    gn_expect("DST_RSTD, rstd NULL", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid_dst(&d, &a, L); a.src = g_ar[A_X].base;
+    gn_expect("DST_RSTD, src given", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid_dst(&d, &a, L); a.mean = g_ar[A_M].base;
+    gn_expect("DST_RSTD, mean given", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    gn_valid_dst(&d, &a, L); a.gamma = NULL; a.diff_src = NULL;
+    gn_expect("DST_RSTD, gamma NULL with diff_gamma (xhat needs it)", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    gn_valid_dst(&d, &a, L); a.gamma = NULL; a.diff_src = NULL; a.diff_gamma = NULL;
+    gn_expect("DST_RSTD, gamma NULL with diff_beta alone (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid_dst(&d, &a, L); d.use_affine = 0; a.gamma = NULL; a.beta = NULL; a.diff_gamma = NULL;
+    a.diff_beta = NULL;
+    gn_expect("DST_RSTD, use_affine 0 (xhat = dst: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid_dst(&d, &a, L); a.diff_src = (void *)a.dst;
+    gn_expect("DST_RSTD, diff_src == dst (in place: valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    gn_valid_dst(&d, &a, L); a.diff_beta = (void *)a.beta;
+    gn_expect("DST_RSTD, diff_beta == beta (beta read)", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid_dst(&d, &a, L); a.diff_src = NULL; a.diff_gamma = (void *)a.gamma;
+    gn_expect("DST_RSTD, diff_gamma == gamma without diff_src (gamma read)", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+    gn_valid_dst(&d, &a, L); a.diff_src = (char *)g_ar[A_DST].base + 4;
+    gn_expect("DST_RSTD, diff_src = dst + 1 element", &d, &a, NULL, 0, NBWD_ERR_BAD_ALIAS, 0);
+
+    /* workspace */
+    gn_valid(&d, &a, L);
+    t_case("GN status: workspace query");
+    CHECK_STATUS(nbwd_group_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    if (need > 0) {
+        unsigned char *ws = (unsigned char *)t_xmalloc(need + 64);
+        gn_expect("workspace one byte short", &d, &a, ws, need - 1, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        gn_expect("workspace of 0 bytes (non-NULL)", &d, &a, ws, 0, NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        gn_valid(&d, &a, L); a.diff_src = NULL; a.diff_gamma = NULL; a.diff_beta = NULL;
+        gn_expect("no outputs, workspace one byte short (checked all the same)", &d, &a, ws, need - 1,
+                  NBWD_ERR_INSUFFICIENT_WORKSPACE, 0);
+        gn_valid(&d, &a, L);
+        gn_expect("workspace exactly the queried size", &d, &a, ws, need, NBWD_OK, 0);
+        free(ws);
+    }
+    gn_valid(&d, &a, L);
+    if (need > 0) {
+        g_malloc_fail = 1;
+        gn_expect("NULL workspace and the allocation fails", &d, &a, NULL, 0, NBWD_ERR_OUT_OF_MEMORY, 0);
+        gn_valid(&d, &a, L); a.diff_src = NULL; a.diff_gamma = NULL; a.diff_beta = NULL;
+        gn_expect("no outputs: nothing allocated (valid while allocations fail)", &d, &a, NULL, 0, NBWD_OK, 0);
+        gn_valid(&d, &a, L); d.dims[0] = 0;
+        gn_expect("N = 0: nothing allocated (valid while allocations fail)", &d, &a, NULL, 0, NBWD_OK, 0);
+        g_malloc_fail = 0;
+    }
+    gn_valid(&d, &a, L); d.dims[L == NBWD_NCX ? 2 : 1] = 0;
+    t_case("GN status: an empty problem needs no workspace (%s)", L == NBWD_NCX ? "NCX" : "NXC");
+    need = 1;
+    CHECK_STATUS(nbwd_group_norm_bwd_workspace_size(&d, &need), NBWD_OK);
+    CHECK(need == 0, "spatial size 0: the query asks for %lu bytes", (unsigned long)need);
+}
+
+/* GroupNorm's documented descriptor defaults. */
+static void gn_desc_defaults(void) {
+    nbwd_group_norm_bwd_desc g;
+    int64_t dims[4] = {2, 6, 3, 3};
+    t_case("GN desc_init defaults");
+    memset(&g, 0x5a, sizeof g);
+    nbwd_group_norm_bwd_desc_init(&g, 4, dims, NBWD_NCX, 3, 0.25f);
+    CHECK(g.rank == 4 && g.dims[1] == 6 && g.dims[3] == 3 && g.layout == NBWD_NCX && g.groups == 3 &&
+              g.epsilon == 0.25f && g.use_affine == 1,
+          "GN desc_init: rank/dims/layout/groups/eps/use_affine");
+    CHECK(g.stats_form == NBWD_STATS_MEAN_VARIANCE && g.data_dtype == NBWD_F32 && g.stats_dtype == NBWD_F32 &&
+              g.param_dtype == NBWD_F32 && g.flags == 0 && g.num_threads == 0 && g.isa == NBWD_ISA_AUTO &&
+              !g.src_strides && !g.diff_dst_strides && !g.diff_src_strides && !g.mean_strides && !g.var_strides &&
+              !g.gamma_strides && !g.beta_strides && !g.diff_gamma_strides && !g.diff_beta_strides,
+          "GN desc_init: defaults");
+}
+
 /* --------------------------------------------------- strings, ISA control */
 static void status_strings(void) {
     int i, j;
@@ -1383,6 +1741,9 @@ void test_status(void) {
     bn_relu_values(NBWD_NXC);
     bn_relu_two_phase_status(NBWD_NCX);
     bn_relu_two_phase_status(NBWD_NXC);
+    gn_desc_defaults();
+    gn_status_cases(NBWD_NCX);
+    gn_status_cases(NBWD_NXC);
     workspace_same_bits();
     fixture_free();
     for (k = 0; k < A_COUNT; ++k) {
