@@ -1290,6 +1290,22 @@ static void gn_status_cases(nbwd_layout L) {
     }
 
     /* rank, layout, epsilon, enums, flags, threads */
+    {   /* entries past rank are never read: garbage dims there, and stride
+           arrays of exactly rank (statistics: 2, parameters: 1) entries on
+           the heap, so that an AddressSanitizer build catches a read past them */
+        int64_t *sx = (int64_t *)t_xmalloc(3 * sizeof(int64_t)), *sm = (int64_t *)t_xmalloc(2 * sizeof(int64_t));
+        int64_t *sp = (int64_t *)t_xmalloc(sizeof(int64_t));
+        memcpy(sx, st_pad, 3 * sizeof(int64_t));
+        sm[0] = 2; sm[1] = 1; sp[0] = 1;
+        gn_valid(&d, &a, L);
+        for (k = 3; k < NBWD_MAX_RANK; ++k) d.dims[k] = -7;
+        d.src_strides = d.diff_dst_strides = d.diff_src_strides = sx;
+        d.mean_strides = d.var_strides = sm;
+        d.gamma_strides = d.beta_strides = d.diff_gamma_strides = d.diff_beta_strides = sp;
+        a.diff_src = (void *)a.diff_dst; /* in place: the same pointer and strides */
+        gn_expect("garbage dims past rank, stride arrays of exactly rank/2/1 entries (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+        free(sx); free(sm); free(sp);
+    }
     gn_valid(&d, &a, L); d.rank = 1; gn_expect("rank 1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.rank = 0; gn_expect("rank 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.rank = NBWD_MAX_RANK + 1;
