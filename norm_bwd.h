@@ -3404,7 +3404,8 @@ typedef struct nbwd__gn_run {
     float *xm, *xs, *mg, *mgx, *scale; /* [N * C] each, (n, c) at n * C + c */
     float *gain;                       /* [C] gamma in f32; NULL: no diff_src, or no affine */
     float *psum;                       /* [N * C][2]: sum dy, sum dy * xhat */
-    float *odd;                        /* [N * C]: NCX plane (n, c) keeps g = dy * gamma (1) */
+    float *odd;                        /* [N * C]: (n, c) keeps g = dy * gamma (1): see nbwd__gn_fold */
+    const float *row_gain;             /* NXC with an odd (n, c): [N * C] gains, 1 where folded; else NULL */
     float *partials;
     int want_dx, stream;
 } nbwd__gn_run;
@@ -3626,13 +3627,14 @@ static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
    kernels take g = dy: rstd * (gamma dy - (mg + xhat mgx)) = (dy - (mg /
    gamma + xhat * mgx / gamma)) * (rstd * gamma), rounding as the terms'
    size. A gamma that is 0, subnormal or not finite, or whose quotients
-   overflow, cannot be folded (0 returned): that (n, c) keeps g = dy *
-   gamma, the row kernel's gain. write: fold, else only check. */
+   overflow (from finite sums: a NaN or infinite set stays one), cannot be
+   folded (0 returned): that (n, c) keeps g = dy * gamma, the row kernel's
+   gain. write: fold, else only check. */
 static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
     float mg = r->mg[at], mgx = r->mgx[at], rstd = r->scale[at];
     float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge;
-    if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || mg != mg) &&
-          (nbwd__finite(fmx) || mgx != mgx) && (nbwd__finite(fs) || rstd != rstd)))
+    if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || !nbwd__finite(mg)) &&
+          (nbwd__finite(fmx) || !nbwd__finite(mgx)) && (nbwd__finite(fs) || !nbwd__finite(rstd))))
         return 0;
     if (write) {
         r->mg[at] = fm;
@@ -3643,7 +3645,8 @@ static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write)
 }
 /* Set (n, g)'s coefficients from its channels' sums; NCX folds gamma into
    each plane's that allows it (see nbwd__gn_fold), NXC only marks them
-   (its rows take every channel: all fold, or none) */
+   (folded after every set is done: with an odd one among them, its rows
+   take a gain per (n, c), 1 for the folded) */
 static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, at = n * p->C + g * p->Cg;
@@ -3752,7 +3755,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     batch.stream = r->stream;
     batch.chans.xm = r->xm + n * C; batch.chans.xs = r->xs + n * C;
     batch.chans.mg = r->mg + n * C; batch.chans.mgx = r->mgx + n * C; batch.chans.scale = r->scale + n * C;
-    batch.chans.gain = r->gain;
+    batch.chans.gain = r->row_gain ? r->row_gain + n * C : NULL;
     if (!apply) {
         batch.chans.dg = r->partials + unit * 2 * C;
         batch.chans.db = batch.chans.dg + C;
@@ -3867,8 +3870,13 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
             int any_odd = 0;
             for (i = 0; i < sets; ++i) nbwd__gn_finish_set(&r, i / p.G, i % p.G);
             for (i = 0; i < NC; ++i) any_odd |= r.odd[i] != 0.0f;
-            if (r.gain && !any_odd) { /* the row kernel's g = dy, as BatchNorm's */
-                for (i = 0; i < NC; ++i) nbwd__gn_fold(&r, i, r.gain[i % C], 1);
+            if (r.gain) { /* folded: g = dy (times 1, exact, beside an odd one) */
+                for (i = 0; i < NC; ++i) {
+                    float ge = r.gain[i % C];
+                    if (r.odd[i] == 0.0f) nbwd__gn_fold(&r, i, ge, 1);
+                    r.odd[i] = r.odd[i] == 0.0f ? 1.0f : ge; /* now the rows' gain */
+                }
+                r.row_gain = any_odd ? r.odd : NULL;
                 r.gain = NULL;
             }
             NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 1));
