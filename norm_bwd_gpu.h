@@ -1,6 +1,7 @@
-/* norm_bwd_gpu.h - the optional CUDA path of norm_bwd.h: LayerNorm, RMSNorm
-   and BatchNorm training backward on device pointers, with the CPU API's
-   descriptors, arguments, semantics and status codes.
+/* norm_bwd_gpu.h - the optional CUDA path of norm_bwd.h: LayerNorm, RMSNorm,
+   BatchNorm training and GroupNorm/InstanceNorm backward on device
+   pointers, with the CPU API's descriptors, arguments, semantics and status
+   codes.
    MIT or public domain, like norm_bwd.h (see the end of norm_bwd.h).
 
    STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free),
@@ -11,6 +12,9 @@
    memcheck). Correct, not yet tuned: 16-bit data reaches a fraction of
    the bandwidth f32 does (README). BatchNorm's fused ReLU (NBWD_FUSE_RELU,
    NBWD_FUSE_ADD_RELU) has run there too (test_gpu, memcheck); not timed.
+   GroupNorm/InstanceNorm (nbwd_gpu_group_norm_bwd) compiles warning-free
+   and its host-side checks pass, and its device tests pass on a host
+   emulation of the kernels; it has NOT yet run on a GPU.
 
    ============================================================================
    COMPILING
@@ -58,6 +62,8 @@
                        sum_dy_xhat, &count, workspace, bytes, stream)
        nbwd_status nbwd_gpu_batch_norm_bwd_apply(desc, args, sum_dy,
                        sum_dy_xhat, count, workspace, bytes, stream)
+       nbwd_status nbwd_gpu_group_norm_bwd_workspace_size(desc, &bytes)
+       nbwd_status nbwd_gpu_group_norm_bwd(desc, args, workspace, bytes, stream)
        nbwd_status nbwd_gpu_device_count(int *count)
        const char *nbwd_gpu_last_error(void)
    desc and args are the CPU structs (nbwd_layer_norm_bwd_desc, ...): every
@@ -74,9 +80,14 @@
    into diff_src_add or, for NBWD_FUSE_RELU, the workspace, before the
    other kernels read it as their diff_dst).
    Not on the GPU (NBWD_ERR_UNSUPPORTED): strided parameter tensors
-   (gamma_strides, diff_gamma_strides, diff_beta_strides of either desc, and
-   beta_strides where the DST_RSTD form reads beta) and BatchNorm's [C]
-   statistics strides. All tensor pointers in args, and the
+   (gamma_strides, diff_gamma_strides, diff_beta_strides of the LayerNorm
+   and BatchNorm descs, and beta_strides where LayerNorm's DST_RSTD form
+   reads beta) and BatchNorm's [C] statistics strides. GroupNorm takes
+   every input the CPU takes: NCX and NXC, any rank >= 2, groups dividing
+   C (InstanceNorm: groups = C), its [N, groups] statistics in the four
+   forms with any strides, its [C] parameters with any strides, every
+   dtype combination, in place, optional outputs, accumulate.
+   All tensor pointers in args, and the
    workspace, are DEVICE pointers; desc (and its stride arrays) live in host
    memory. stream is a cudaStream_t passed as void * (NULL: the default
    stream). desc->num_threads and desc->isa are validated as on the CPU and
@@ -118,7 +129,10 @@
    The *_workspace_size queries return the device scratch size for a
    descriptor (for any choice of outputs; 0 when none is needed, e.g. a
    LayerNorm without affine; BatchNorm's NBWD_FUSE_RELU adds room for the
-   masked diff_dst, N * C * spatial elements of the data type). Unlike the CPU path, a call never allocates it:
+   masked diff_dst, N * C * spatial elements of the data type; GroupNorm:
+   about 7 floats per (sample, channel), plus partial sums where an NCX
+   plane exceeds 8192 elements or NXC spatial rows span several blocks).
+   Unlike the CPU path, a call never allocates it:
    a workspace that is NULL or smaller than the query when the query is
    nonzero gives NBWD_ERR_INSUFFICIENT_WORKSPACE. The workspace must not
    overlap any tensor and must not be used by other work until the call's
@@ -143,8 +157,10 @@
    DETERMINISM AND NUMERICS
    ============================================================================
    fp32 accumulation (per-row / per-channel scalars as in the CPU path, with
-   rstd from the statistics in double). diff_gamma/diff_beta and the
-   BatchNorm channel sums (reduce's too) use no float atomics: stage 1
+   rstd from the statistics in double; GroupNorm's per-set sums over its
+   channels and its diff_gamma/diff_beta sums over the samples in double,
+   as the CPU path). diff_gamma/diff_beta and the BatchNorm channel and
+   GroupNorm (sample, channel) sums (reduce's too) use no float atomics: stage 1
    writes one partial per fixed block of rows (or batch entries) into the
    workspace, stage 2 adds the partials in a fixed order. Every blocking and
    thread mapping is a function of the shape and dtypes only (never of the
@@ -214,6 +230,10 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd
                                                        const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                        const float *sum_dy_xhat, int64_t count, void *workspace,
                                                        size_t workspace_bytes, void *stream /* cudaStream_t */);
+NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes);
+NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc,
+                                                 const nbwd_group_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream /* cudaStream_t */);
 /* Number of CUDA devices; *count = 0 and NBWD_ERR_UNSUPPORTED when there is
    no driver or device, or the build has no CUDA (message in last_error). */
 NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count);
@@ -264,7 +284,8 @@ NBWD_GPU_API const char *nbwd_gpu_last_error(void) {
     (void)&nbwd_batch_norm_bwd_workspace_size; (void)&nbwd_status_string; (void)&nbwd_bf16_to_f32;
     (void)&nbwd_f32_to_bf16; (void)&nbwd_f16_to_f32; (void)&nbwd_f32_to_f16; (void)&nbwd_bf16_to_f32_n;
     (void)&nbwd_f32_to_bf16_n; (void)&nbwd_f16_to_f32_n; (void)&nbwd_f32_to_f16_n; (void)&nbwd_isa_name;
-    (void)&nbwd_isa_supported; (void)&nbwd_active_isa; (void)&nbwd_force_isa;
+    (void)&nbwd_isa_supported; (void)&nbwd_active_isa; (void)&nbwd_force_isa; (void)&nbwd_group_norm_bwd;
+    (void)&nbwd_group_norm_bwd_desc_init; (void)&nbwd_group_norm_bwd_workspace_size;
 #endif
     return nbwdg__err;
 }
@@ -551,6 +572,96 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd
     return nbwdg__bn_run(desc, args, &sums, &p, &c, workspace, stream);
 }
 
+/* GroupNorm / InstanceNorm: per-(sample, channel) coefficients [5][N * C]
+   (xm, xs, rstd, mean_g, mean_gx) and gain [C] (gamma in f32), totals
+   [2][N * C] (sum dy * xhat, sum dy per (n, c)), then partials [nparts][2][N
+   * C] where a (n, c) takes more than one. NCX: plane (n, c) in pieces of
+   NBWDG__GN_PIECE elements, a unit of G threads each (G <= 32: 256 / G units
+   per block; else 256, one per block). NXC: blocks of R spatial rows of one
+   sample, TX threads across channel chunks x 256 / TX row slices, as
+   BatchNorm's rows. All of it depends on the shape and dtypes alone. */
+#define NBWDG__GN_PIECE 8192 /* a multiple of every vector width */
+#define NBWDG__GN_MIN_ROWS 64
+typedef struct nbwdg__gn_cfg {
+    int V, G, TX;
+    int64_t NC, piece, pieces, R, nb, nparts;
+    size_t off_coef, off_tot, off_part, ws_bytes;
+} nbwdg__gn_cfg;
+
+static void nbwdg__gn_config(const nbwd__gn_plan *p, nbwdg__gn_cfg *c) {
+    int64_t chunks, g = 1, cap;
+    memset(c, 0, sizeof *c);
+    c->V = p->dt == NBWD_F32 ? 4 : 8;
+    c->NC = p->N * p->C;
+    if (c->NC == 0 || p->S == 0) return; /* nothing to compute: no workspace */
+    if (p->nxc) {
+        chunks = nbwdg__cdiv(p->C, c->V);
+        while (g < NBWDG__BN_THREADS && g < chunks) g *= 2;
+        c->TX = (int)g;
+        cap = NBWDG__PARTIALS_BYTES / (8 * c->NC);
+        if (cap > NBWDG__MAX_PARTIALS) cap = NBWDG__MAX_PARTIALS;
+        if (cap < 1) cap = 1;
+        c->R = nbwdg__cdiv(p->S, cap);
+        if (c->R < 4 * (NBWDG__BN_THREADS / g)) c->R = 4 * (NBWDG__BN_THREADS / g);
+        if (c->R < NBWDG__GN_MIN_ROWS) c->R = NBWDG__GN_MIN_ROWS;
+        c->nb = nbwdg__cdiv(p->S, c->R);
+        c->nparts = c->nb;
+    } else {
+        c->piece = NBWDG__GN_PIECE;
+        c->pieces = nbwdg__cdiv(p->S, c->piece);
+        chunks = nbwdg__cdiv(p->S < c->piece ? p->S : c->piece, c->V);
+        while (g < 32 && g * 4 < chunks) g *= 2;
+        c->G = g * 4 >= chunks ? (int)g : NBWDG__BN_THREADS;
+        c->nparts = c->pieces;
+    }
+    c->off_coef = NBWDG__ALIGN; /* room to align the base */
+    c->off_tot = c->off_coef + nbwdg__round(((size_t)c->NC * 5 + (size_t)p->C) * 4);
+    c->off_part = c->off_tot + nbwdg__round((size_t)c->NC * 2 * 4);
+    c->ws_bytes = c->off_part + (c->nparts > 1 ? nbwdg__round((size_t)c->nparts * 2 * (size_t)c->NC * 4) : 0);
+}
+
+/* norm_bwd.h's checks, in its order and words, then the workspace. Every
+   stride the CPU takes is taken (the kernels index the [C] and [N, groups]
+   tensors with their strides). */
+static nbwd_status nbwdg__gn_prepare(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                     const void *workspace, size_t bytes, nbwd__gn_plan *p, nbwdg__gn_cfg *c) {
+    nbwd_status s;
+    if ((s = nbwd__gn_plan_desc(desc, p)) != NBWD_OK) return s;
+    if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
+    if ((s = nbwd__gn_check_args(desc, p, args)) != NBWD_OK) return s;
+    nbwdg__gn_config(p, c);
+    if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0;
+    return s;
+}
+
+NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
+    static const char entry[] = "nbwd_gpu_group_norm_bwd_workspace_size";
+    nbwd__gn_plan p;
+    nbwdg__gn_cfg c;
+    nbwd_status s;
+    if (!bytes) return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
+    if ((s = nbwd__gn_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject(entry, s);
+    nbwdg__gn_config(&p, &c);
+    *bytes = c.ws_bytes;
+    nbwd__msg[0] = 0;
+    return NBWD_OK;
+}
+
+/* After validation: the launches (CUDA), or NBWD_ERR_UNSUPPORTED (stub). */
+static nbwd_status nbwdg__gn_run(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                 const nbwd__gn_plan *p, const nbwdg__gn_cfg *c, void *workspace, void *stream);
+
+NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc,
+                                                 const nbwd_group_norm_bwd_args *args, void *workspace,
+                                                 size_t workspace_bytes, void *stream) {
+    nbwd__gn_plan p;
+    nbwdg__gn_cfg c;
+    nbwd_status s;
+    if ((s = nbwdg__gn_prepare(desc, args, workspace, workspace_bytes, &p, &c)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_group_norm_bwd", s);
+    return nbwdg__gn_run(desc, args, &p, &c, workspace, stream);
+}
+
 #if !defined(__CUDACC__)
 /* ------------------------------------------------------------------ stub */
 static void nbwdg__no_cuda(void) {
@@ -575,6 +686,13 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
                                  const nbwd__bn_sums *sums, nbwd__bn_plan *p, const nbwdg__bn_cfg *c,
                                  void *workspace, void *stream) {
     (void)desc; (void)args; (void)sums; (void)p; (void)c; (void)workspace; (void)stream;
+    nbwdg__no_cuda();
+    return NBWD_ERR_UNSUPPORTED;
+}
+
+static nbwd_status nbwdg__gn_run(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                 const nbwd__gn_plan *p, const nbwdg__gn_cfg *c, void *workspace, void *stream) {
+    (void)desc; (void)args; (void)p; (void)c; (void)workspace; (void)stream;
     nbwdg__no_cuda();
     return NBWD_ERR_UNSUPPORTED;
 }
@@ -1240,6 +1358,236 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_mask_kernel(const
     }
 }
 
+/* -------------------------------------------------- GroupNorm */
+/* A set is (sample n, group g): Cg = C / groups channels x S positions.
+   Pass 1 sums dy and dy * xhat per (n, c) (NCX: a plane's pieces; NXC: a
+   sample's row blocks), a combine adds the partials in a fixed order, the
+   set kernel forms mean_g and mean_gx of each set from gamma[c] times its
+   channels' sums (double, as the CPU path), the parameter kernel adds the
+   (n, c) sums over n in order (double) for diff_gamma/diff_beta, and the
+   apply kernel writes dx = rstd * (dy * gamma[c] - (mean_g + xhat *
+   mean_gx)). xhat = (x - xm) * xs with per-(n, c) xm, xs: the set's mean
+   and rstd, 0 and 1 (XHAT_STD; DST_RSTD without gamma), or (DST_RSTD)
+   beta[c] and 1 / gamma[c] (0 where gamma is 0 or subnormal). */
+struct nbwdg__gn_k {
+    nbwd__outer o; /* x, dy, dx: NCX over the N * C planes; NXC over the N * S rows */
+    const void *x, *dy, *mean, *spread, *gamma, *beta;
+    void *dx, *dg, *db;
+    float *xm, *xs, *rstd, *mg, *mgx; /* [N * C] each */
+    float *gain;                      /* [C]: gamma for dx (NULL: 1) */
+    float *tot, *part;                /* [2][N * C]; [nparts][2][N * C] (NULL: pass 1 writes tot) */
+    int64_t N, C, groups, Cg, S, K, NC;
+    int64_t ms0, ms1, vs0, vs1;   /* the statistics' strides (sample, group) */
+    int64_t gst, bst, dgst, dbst; /* the [C] tensors' strides */
+    int64_t piece, pieces, R, nb;
+    int G, TX, vec, sdt, pdt, form, unscale, accumulate;
+    float eps;
+};
+
+/* Per-(n, c) coefficients from the statistics (and, DST_RSTD, gamma and
+   beta), with the CPU path's bits; gain[c]. */
+__global__ void nbwdg__gn_coef_kernel(const __grid_constant__ nbwdg__gn_k p) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.NC; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t n = i / p.C, c = i - n * p.C, g = c / p.Cg;
+        float xm, xs, rstd;
+        nbwdg__stats(p.form, p.sdt, p.eps, p.mean, n * p.ms0 + g * p.ms1, p.spread, n * p.vs0 + g * p.vs1, xm, xs,
+                     rstd);
+        if (p.unscale) { /* xhat = (dst - beta[c]) * (1 / gamma[c]), never contracted */
+            const float ge = nbwdg__ld(p.gamma, c * p.gst, p.pdt);
+            xm = p.beta ? nbwdg__ld(p.beta, c * p.bst, p.pdt) : 0.0f;
+            xs = fabsf(ge) >= 1.17549435e-38f ? __frcp_rn(ge) : 0.0f; /* FLT_MIN */
+        }
+        p.xm[i] = xm;
+        p.xs[i] = xs;
+        p.rstd[i] = rstd;
+        if (p.gain && n == 0) p.gain[c] = nbwdg__ld(p.gamma, c * p.gst, p.pdt);
+    }
+}
+
+/* Pass 1, NCX: unit u = (plane, piece k), G threads; thread `lane` sums the
+   piece's chunks lane, lane + G, ... in order, then a fixed butterfly over
+   the G threads. Every thread of the block reaches the group sum (G = 256
+   synchronizes the block). */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_ncx_reduce(const __grid_constant__ nbwdg__gn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    __shared__ float red[64];
+    const int G = p.G, NG = NBWDG__BN_THREADS / G, grp = threadIdx.x / G, lane = threadIdx.x % G;
+    const unsigned mask = G >= 32 ? 0xffffffffu : (((1u << G) - 1u) << ((threadIdx.x & 31) & ~(G - 1)));
+    const int64_t units = p.NC * p.pieces;
+    for (int64_t u0 = blockIdx.x * (int64_t)NG; u0 < units; u0 += (int64_t)gridDim.x * NG) {
+        const int64_t u = u0 + grp;
+        float a = 0.0f, d = 0.0f;
+        if (u < units) {
+            const int64_t plane = u / p.pieces, k = u - plane * p.pieces;
+            const int64_t e_end = (k + 1) * p.piece < p.S ? (k + 1) * p.piece : p.S;
+            const float xm = p.xm[plane], xs = p.xs[plane];
+            int64_t off[NBWD__MAX_T];
+            nbwdg__offsets(p.o, plane, off);
+            const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
+            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
+            for (int64_t e0 = k * p.piece + (int64_t)lane * V; e0 < e_end; e0 += (int64_t)G * V) {
+                const int cnt = e_end - e0 < V ? (int)(e_end - e0) : V;
+                const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    if (v < cnt) {
+                        const float dv = TY::in(cy.e[v]);
+                        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+                        a = __fmaf_rn(dv, xh, a);
+                        d = __fadd_rn(d, dv);
+                    }
+                }
+            }
+        }
+        nbwdg__group_sum2(a, d, G, mask, red);
+        if (u < units && lane == 0) {
+            const int64_t plane = u / p.pieces, k = u - plane * p.pieces;
+            float *out = p.part ? p.part + k * 2 * p.NC : p.tot;
+            out[plane] = a;
+            out[p.NC + plane] = d;
+        }
+    }
+}
+
+/* Pass 1, NXC: item (sample n, row block b, tile of TX channel chunks);
+   256 / TX row slices combined by a pairwise tree, as BatchNorm's. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_nxc_reduce(const __grid_constant__ nbwdg__gn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    __shared__ float sm[2][NBWDG__BN_THREADS * V];
+    const int TX = p.TX, TY_ = NBWDG__BN_THREADS / TX, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    const int64_t C = p.C, chunks = (C + V - 1) / V, tiles = (chunks + TX - 1) / TX, per_n = p.nb * tiles;
+    for (int64_t item = blockIdx.x; item < p.N * per_n; item += gridDim.x) {
+        const int64_t n = item / per_n, rem = item - n * per_n, b = rem / tiles, tile = rem - b * tiles;
+        const int64_t c = tile * TX + tx, e0 = c * V;
+        const int64_t r0 = b * p.R, r1 = r0 + p.R < p.S ? r0 + p.R : p.S;
+        const int cnt = c < chunks ? (C - e0 < V ? (int)(C - e0) : V) : 0;
+        float a[V], d[V], xm[V], xs[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            a[v] = d[v] = 0.0f;
+            xm[v] = v < cnt ? p.xm[n * C + e0 + v] : 0.0f;
+            xs[v] = v < cnt ? p.xs[n * C + e0 + v] : 0.0f;
+        }
+        if (cnt > 0) {
+            for (int64_t row = r0 + ty; row < r1; row += TY_) {
+                int64_t off[NBWD__MAX_T];
+                nbwdg__offsets(p.o, n * p.S + row, off);
+                const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
+                const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    if (v < cnt) {
+                        const float dv = TY::in(cy.e[v]);
+                        const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm[v]), xs[v]);
+                        a[v] = __fmaf_rn(dv, xh, a[v]);
+                        d[v] = __fadd_rn(d[v], dv);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) { sm[0][threadIdx.x * V + v] = a[v]; sm[1][threadIdx.x * V + v] = d[v]; }
+        __syncthreads();
+        for (int s = TY_ / 2; s > 0; s >>= 1) {
+            if (ty < s) {
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    const int i = (ty * TX + tx) * V + v, k = ((ty + s) * TX + tx) * V + v;
+                    sm[0][i] = __fadd_rn(sm[0][i], sm[0][k]);
+                    sm[1][i] = __fadd_rn(sm[1][i], sm[1][k]);
+                }
+            }
+            __syncthreads();
+        }
+        if (ty == 0) {
+            float *out = p.part ? p.part + b * 2 * p.NC : p.tot;
+            for (int v = 0; v < cnt; ++v) {
+                out[n * C + e0 + v] = sm[0][tx * V + v];
+                out[p.NC + n * C + e0 + v] = sm[1][tx * V + v];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* One warp per set: sum over its channels of gain[c] times the (n, c)
+   sums, in double (lanes over the channels, then a butterfly: the same
+   value in every lane), then mean_g and mean_gx for each of its channels. */
+__global__ void nbwdg__gn_set_kernel(const __grid_constant__ nbwdg__gn_k p) {
+    const int lane = threadIdx.x & 31;
+    const int64_t sets = p.N * p.groups, warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t set = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; set < sets; set += warps) {
+        const int64_t n = set / p.groups, g = set - n * p.groups, at = n * p.C + g * p.Cg;
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t c = lane; c < p.Cg; c += 32) {
+            const double gain = p.gain ? (double)p.gain[g * p.Cg + c] : 1.0;
+            sg = __dadd_rn(sg, __dmul_rn(gain, (double)p.tot[p.NC + at + c]));
+            sgx = __dadd_rn(sgx, __dmul_rn(gain, (double)p.tot[at + c]));
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            sg = __dadd_rn(sg, __shfl_xor_sync(0xffffffffu, sg, o));
+            sgx = __dadd_rn(sgx, __shfl_xor_sync(0xffffffffu, sgx, o));
+        }
+        const float mg = (float)(sg / (double)p.K), mgx = (float)(sgx / (double)p.K);
+        for (int64_t c = lane; c < p.Cg; c += 32) {
+            p.mg[at + c] = mg;
+            p.mgx[at + c] = mgx;
+        }
+    }
+}
+
+/* diff_gamma[c] / diff_beta[c]: the (n, c) sums over n in order, in double
+   (as the CPU path); N = 0: zeros (an empty batch). */
+__global__ void nbwdg__gn_param_kernel(const __grid_constant__ nbwdg__gn_k p) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
+        double sdy = 0.0, sdyx = 0.0;
+        for (int64_t n = 0; n < p.N; ++n) {
+            sdyx = __dadd_rn(sdyx, (double)p.tot[n * p.C + c]);
+            sdy = __dadd_rn(sdy, (double)p.tot[p.NC + n * p.C + c]);
+        }
+        if (p.dg) nbwdg__write_param(p.dg, c * p.dgst, p.pdt, (float)sdyx, p.accumulate);
+        if (p.db) nbwdg__write_param(p.db, c * p.dbst, p.pdt, (float)sdy, p.accumulate);
+    }
+}
+
+/* dx = rstd * (dy * gain[c] - (mean_g + xhat * mean_gx)), one chunk per
+   thread (rows: NCX planes of S, NXC positions of C); each element is read
+   and written by one thread, so dx may be x or dy. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_apply(const __grid_constant__ nbwdg__gn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    enum { V = TY::V };
+    const int nxc = p.TX > 0;
+    const int64_t rows = nxc ? p.N * p.S : p.NC, inner = nxc ? p.C : p.S;
+    const int64_t chunks = (inner + V - 1) / V, total = rows * chunks;
+    for (int64_t item = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; item < total;
+         item += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t row = item / chunks, cc = item - row * chunks, e0 = cc * V;
+        const int cnt = inner - e0 < V ? (int)(inner - e0) : V;
+        int64_t off[NBWD__MAX_T];
+        nbwdg__offsets(p.o, row, off);
+        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
+        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+        nbwdg__vec<DT> o;
+        /* (n, c) of lane 0, and the step to the next lane's */
+        const int64_t base = nxc ? (row / p.S) * p.C + e0 : row, c0 = nxc ? e0 : row % p.C;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+            const int64_t lv = nxc && v < cnt ? v : 0, i = base + lv, ch = c0 + lv;
+            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), p.xm[i]), p.xs[i]);
+            const float dv = TY::in(cy.e[v]);
+            const float g = p.gain ? __fmul_rn(dv, p.gain[ch]) : dv;
+            o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, p.mgx[i], p.mg[i])), p.rstd[i]));
+        }
+        nbwdg__stv<DT>((typename TY::S *)p.dx + off[2], e0, cnt, p.vec, o);
+    }
+}
+
 /* ------------------------------------------------------------- host */
 static nbwd_status nbwdg__cuda_fail(const char *what, cudaError_t e) {
     nbwdg__set_error(what, cudaGetErrorName(e), cudaGetErrorString(e));
@@ -1573,6 +1921,105 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         k.given_dyx = sums->sum_dy_xhat;
         nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
+    }
+    return NBWD_OK;
+}
+
+template <int DT>
+static void nbwdg__gn_launch_reduce(const nbwdg__gn_k &k, cudaStream_t st) {
+    if (k.TX > 0) {
+        const int64_t tiles = nbwdg__cdiv(nbwdg__cdiv(k.C, nbwdg__ty<DT>::V), k.TX);
+        nbwdg__gn_nxc_reduce<DT><<<nbwdg__grid(k.N * k.nb * tiles), NBWDG__BN_THREADS, 0, st>>>(k);
+    } else {
+        nbwdg__gn_ncx_reduce<DT><<<nbwdg__grid(nbwdg__cdiv(k.NC * k.pieces, NBWDG__BN_THREADS / k.G)),
+                                   NBWDG__BN_THREADS, 0, st>>>(k);
+    }
+}
+template <int DT>
+static void nbwdg__gn_launch_apply(const nbwdg__gn_k &k, int64_t rows, int64_t inner, cudaStream_t st) {
+    const int64_t items = rows * nbwdg__cdiv(inner, nbwdg__ty<DT>::V);
+    nbwdg__gn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
+}
+
+/* The [C] tensor t's stride (norm_bwd.h's nbwd__param_off for one dim). */
+static int64_t nbwdg__pstride(const nbwd__params *q, int t) { return q->dense[t] ? 1 : q->st[t][0]; }
+
+static nbwd_status nbwdg__gn_run(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+                                 const nbwd__gn_plan *pp, const nbwdg__gn_cfg *cc, void *workspace, void *stream) {
+    nbwd__gn_plan p = *pp; /* (nbwd__outer_init takes its strides non-const) */
+    const nbwdg__gn_cfg &c = *cc;
+    nbwd_status s;
+    cudaError_t e;
+    cudaStream_t st = (cudaStream_t)stream;
+    const int want_dx = args->diff_src != NULL, want_pg = args->diff_gamma || args->diff_beta;
+    nbwdg__gn_k k;
+    if ((s = nbwdg__device_ok()) != NBWD_OK) return s;
+    /* Everything is validated: from here on outputs are written. */
+    memset(&k, 0, sizeof k);
+    k.C = p.C; k.pdt = p.pdt; k.accumulate = p.accumulate;
+    k.dg = args->diff_gamma; k.db = args->diff_beta;
+    k.dgst = nbwdg__pstride(&p.par, NBWD__PDG); k.dbst = nbwdg__pstride(&p.par, NBWD__PDB);
+    if (c.NC == 0 || p.S == 0 || !(want_dx || want_pg)) { /* an empty batch: empty sums (N = 0 here) */
+        if (want_pg && !p.accumulate && p.C > 0) {
+            nbwdg__gn_param_kernel<<<nbwdg__grid(nbwdg__cdiv(p.C, 256)), 256, 0, st>>>(k);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+        }
+        return NBWD_OK;
+    }
+    {
+        const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
+        const int reads_gamma = nbwd__gn_reads_gamma(&p, args);
+        const unsigned ncgrid = nbwdg__grid(nbwdg__cdiv(c.NC, 256));
+        char *ws = nbwdg__ws_base(workspace);
+        float *coef = (float *)(ws + c.off_coef - NBWDG__ALIGN);
+        /* outer dims: NCX [N, C] (planes of S); NXC [N, spatial...] (rows of C) */
+        nbwd__outer_init(&k.o, p.nxc ? p.rank - 1 : 2, desc->dims, 3, p.st);
+        k.x = nbwd__x_of(p.form, args->src, args->xhat, args->dst);
+        k.dy = args->diff_dst;
+        k.dx = args->diff_src;
+        k.mean = nbwd__has_mean(p.form) ? args->mean : NULL;
+        k.spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
+        k.unscale = p.form == NBWD_STATS_DST_RSTD && reads_gamma;
+        k.gamma = reads_gamma ? args->gamma : NULL;
+        k.beta = k.unscale ? args->beta : NULL;
+        k.xm = coef; k.xs = coef + c.NC; k.rstd = coef + 2 * c.NC; k.mg = coef + 3 * c.NC; k.mgx = coef + 4 * c.NC;
+        k.gain = want_dx && p.affine ? coef + 5 * c.NC : NULL;
+        k.tot = (float *)(ws + c.off_tot - NBWDG__ALIGN);
+        k.part = c.nparts > 1 ? (float *)(ws + c.off_part - NBWDG__ALIGN) : NULL;
+        k.N = p.N; k.groups = p.G; k.Cg = p.Cg; k.S = p.S; k.K = p.K; k.NC = c.NC;
+        k.ms0 = p.mean_st[0]; k.ms1 = p.mean_st[1]; k.vs0 = p.var_st[0]; k.vs1 = p.var_st[1];
+        k.gst = nbwdg__pstride(&p.par, NBWD__PG); k.bst = nbwdg__pstride(&p.par, NBWD__PB);
+        k.piece = c.piece; k.pieces = c.pieces; k.R = c.R; k.nb = c.nb; k.G = c.G; k.TX = c.TX;
+        k.sdt = p.sdt; k.form = p.form; k.eps = p.eps;
+        k.vec = (p.nxc ? p.C : p.S) % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) &&
+                nbwdg__aligned(k.dy, &k.o, 1, esz) && nbwdg__aligned(k.dx, &k.o, 2, esz);
+
+        nbwdg__gn_coef_kernel<<<ncgrid, 256, 0, st>>>(k);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+        if (p.dt == NBWD_F32) nbwdg__gn_launch_reduce<NBWD_F32>(k, st);
+        else if (p.dt == NBWD_F16) nbwdg__gn_launch_reduce<NBWD_F16>(k, st);
+        else nbwdg__gn_launch_reduce<NBWD_BF16>(k, st);
+        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+        if (k.part) {
+            nbwdg__comb_k q;
+            memset(&q, 0, sizeof q);
+            q.part = k.part; q.nb = c.nparts; q.width = 2 * c.NC; q.n = c.NC; q.totals = k.tot; q.mode = 0;
+            nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
+        }
+        if (want_pg) {
+            nbwdg__gn_param_kernel<<<nbwdg__grid(nbwdg__cdiv(p.C, 256)), 256, 0, st>>>(k);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+        }
+        if (want_dx) {
+            const int64_t rows = p.nxc ? p.N * p.S : c.NC, inner = p.nxc ? p.C : p.S;
+            nbwdg__gn_set_kernel<<<nbwdg__grid(nbwdg__cdiv(p.N * p.G, 8)), 256, 0, st>>>(k);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+            if (p.dt == NBWD_F32) nbwdg__gn_launch_apply<NBWD_F32>(k, rows, inner, st);
+            else if (p.dt == NBWD_F16) nbwdg__gn_launch_apply<NBWD_F16>(k, rows, inner, st);
+            else nbwdg__gn_launch_apply<NBWD_BF16>(k, rows, inner, st);
+            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd GroupNorm kernel launch", e);
+        }
     }
     return NBWD_OK;
 }

@@ -217,6 +217,50 @@ static void bench_bn(int rank, const int64_t *dims, int layout, int dt) {
     if (ws) cudaFree(ws);
 }
 
+/* GroupNorm (MEAN_VARIANCE form, every output), checked against the CPU path */
+static void bench_gn(int rank, const int64_t *dims, int layout, int64_t groups, int dt) {
+    int64_t total = 1;
+    for (int i = 0; i < rank; ++i) total *= dims[i];
+    const int64_t N = dims[0], C = layout == NBWD_NXC ? dims[rank - 1] : dims[1];
+    std::vector<unsigned char> x, dy, mean, var, gamma;
+    fill(x, dt, total, -2, 2); fill(dy, dt, total, -1, 1); fill(mean, NBWD_F32, N * groups, -0.5f, 0.5f);
+    fill(var, NBWD_F32, N * groups, 0.3f, 2.0f); fill(gamma, NBWD_F32, C, 0.5f, 1.5f);
+    nbwd_group_norm_bwd_desc d;
+    nbwd_group_norm_bwd_desc_init(&d, rank, dims, (nbwd_layout)layout, groups, 1e-5f);
+    d.data_dtype = (nbwd_dtype)dt;
+    nbwd_group_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    void *dx, *dg, *db, *ws = nullptr;
+    a.src = upload(x); a.diff_dst = upload(dy); a.mean = upload(mean); a.variance = upload(var); a.gamma = upload(gamma);
+    CK(cudaMalloc(&dx, x.size())); CK(cudaMalloc(&dg, (size_t)C * 4)); CK(cudaMalloc(&db, (size_t)C * 4));
+    a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db;
+    size_t need = 0;
+    nbwd_gpu_group_norm_bwd_workspace_size(&d, &need);
+    if (need) CK(cudaMalloc(&ws, need));
+    nbwd_status s = nbwd_gpu_group_norm_bwd(&d, &a, ws, need, nullptr);
+    CK(cudaDeviceSynchronize());
+    std::vector<unsigned char> cdx(x.size()), cdg((size_t)C * 4), cdb((size_t)C * 4);
+    nbwd_group_norm_bwd_args ca = a;
+    ca.src = x.data(); ca.diff_dst = dy.data(); ca.mean = mean.data(); ca.variance = var.data(); ca.gamma = gamma.data();
+    ca.diff_src = cdx.data(); ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data();
+    nbwd_group_norm_bwd(&d, &ca, nullptr, 0);
+    double e1 = relerr(download(dx, x.size()), cdx, dt, total), e2 = relerr(download(dg, (size_t)C * 4), cdg, NBWD_F32, C),
+           e3 = relerr(download(db, (size_t)C * 4), cdb, NBWD_F32, C);
+    const double tol = dt == NBWD_F32 ? 1e-4 : 3e-2;
+    const char *ok = s == NBWD_OK && e1 <= tol && e2 <= 1e-3 && e3 <= 1e-3 ? "ok" : "MISMATCH";
+    float ms = median_ms([&] { nbwd_gpu_group_norm_bwd(&d, &a, ws, need, nullptr); });
+    double bytes = 3.0 * (double)x.size() + 2.0 * N * groups * 4 + 3.0 * C * 4;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lldx%lldx%lldx%lld", (long long)dims[0], (long long)dims[1], (long long)dims[2],
+             (long long)dims[3]);
+    printf("GroupNorm %s %-15s g%-3lld %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy  check %s (dx %.1e dg %.1e db %.1e)\n",
+           layout == NBWD_NCX ? "NCX" : "NXC", shape, (long long)groups, dt == NBWD_F32 ? "f32" : "bf16", ms,
+           bytes / ms / 1e6, 100.0 * bytes / ms / 1e6 / copy_gbs, ok, e1, e2, e3);
+    cudaFree((void *)a.src); cudaFree((void *)a.diff_dst); cudaFree((void *)a.mean); cudaFree((void *)a.variance);
+    cudaFree((void *)a.gamma); cudaFree(dx); cudaFree(dg); cudaFree(db);
+    if (ws) cudaFree(ws);
+}
+
 int main(int argc, char **argv) {
     int count = 0;
     if (argc > 1) runs = atoi(argv[1]) < 20 ? 20 : atoi(argv[1]);
@@ -269,5 +313,10 @@ int main(int argc, char **argv) {
             bench_bn(4, d2, layout, dt);
             bench_bn(2, b3, layout, dt);
         }
+    { /* GroupNorm, 32 groups: a Stable Diffusion UNet block's shape */
+        static const int64_t g1[4] = {16, 320, 64, 64};
+        bench_gn(4, g1, NBWD_NCX, 32, NBWD_F32);
+        bench_gn(4, g1, NBWD_NCX, 32, NBWD_BF16);
+    }
     return 0;
 }

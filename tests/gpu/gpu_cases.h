@@ -9,7 +9,8 @@
    provides nbwdt_check(int ok, const char *what) and, on a GPU,
    nbwdt_sync() (called after each GPU call that returned NBWD_OK).
    A few valid inputs are outside what the GPU path takes (strided parameter
-   tensors): there the CPU call succeeds and the GPU call (stub or not) gives
+   tensors of LayerNorm, RMSNorm and BatchNorm; GroupNorm takes them): there
+   the CPU call succeeds and the GPU call (stub or not) gives
    NBWD_ERR_UNSUPPORTED, with a message that names the strides. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,6 +353,136 @@ static int nbwdt_bn2_case(int i, nbwd_batch_norm_bwd_desc *d, nbwd_batch_norm_bw
     }
 }
 
+/* GroupNorm NCX [2, 4, 3] f32, 2 groups (statistics [2, 2]): x 0, dy 4096,
+   dx 8192, mean 12288, var 12800, gamma 13312, beta 13824, dgamma 14336,
+   dbeta 14848; padded tensors at 20000. */
+static void nbwdt_gn_base(nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd_args *a, char *b) {
+    int64_t dims[3] = {2, 4, 3};
+    nbwd_group_norm_bwd_desc_init(d, 3, dims, NBWD_NCX, 2, 1e-5f);
+    memset(a, 0, sizeof *a);
+    a->src = b; a->diff_dst = b + 4096; a->diff_src = b + 8192; a->mean = b + 12288; a->variance = b + 12800;
+    a->gamma = b + 13312; a->beta = b + 13824; a->diff_gamma = b + 14336; a->diff_beta = b + 14848;
+}
+static void nbwdt_gn_dst(nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd_args *a) {
+    d->stats_form = NBWD_STATS_DST_RSTD;
+    a->dst = a->src; a->src = NULL; a->mean = NULL;
+    a->rstd = a->variance; a->variance = NULL;
+}
+static void nbwdt_gn_nxc(nbwd_group_norm_bwd_desc *d) { /* [2, 3, 4]: C = 4 */
+    d->layout = NBWD_NXC; d->dims[1] = 3; d->dims[2] = 4;
+}
+
+/* Flags as nbwdt_ln_case's (every valid GroupNorm input runs on the GPU:
+   strided parameters and statistics included). */
+static int nbwdt_gn_case(int i, nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd_args *a, char *b, const char **name) {
+    static const int64_t ncx_bad[3] = {24, 6, 2}, nxc_bad[3] = {24, 8, 2}, padded[3] = {16, 4, 1};
+    static const int64_t self_overlap[3] = {12, 2, 1}, neg[3] = {-12, 3, 1}, two[1] = {2}, zero[1] = {0};
+    static const int64_t stats_cm[2] = {1, 2}, stats_zero[2] = {0, 1}, big[5] = {2, 4, 3, 1, 2};
+    switch (i) {
+    case 0: *name = "valid (NCX, MEAN_VARIANCE, every output)"; return 1;
+    case 1: *name = "desc NULL"; return 3;
+    case 2: *name = "args NULL"; return 5;
+    case 3: *name = "rank 1"; d->rank = 1; return 1;
+    case 4: *name = "rank 9"; d->rank = 9; return 1;
+    case 5: *name = "layout 5"; d->layout = (nbwd_layout)5; return 1;
+    case 6: *name = "groups 0"; d->groups = 0; return 1;
+    case 7: *name = "groups 3 (does not divide C = 4)"; d->groups = 3; return 1;
+    case 8: *name = "groups -2"; d->groups = -2; return 1;
+    case 9: *name = "InstanceNorm, groups = C (valid)"; d->groups = 4; return 1;
+    case 10: *name = "groups 1 (valid)"; d->groups = 1; return 1;
+    case 11: *name = "NXC (valid)"; nbwdt_gn_nxc(d); return 1;
+    case 12: *name = "NXC, groups 3 (C = 4)"; nbwdt_gn_nxc(d); d->groups = 3; return 1;
+    case 13: *name = "epsilon 0"; d->epsilon = 0.0f; return 1;
+    case 14: *name = "epsilon NaN"; d->epsilon = (float)NAN; return 1;
+    case 15: *name = "epsilon 0 in MEAN_RSTD form (valid)"; d->epsilon = 0.0f; d->stats_form = NBWD_STATS_MEAN_RSTD;
+        a->rstd = a->variance; a->variance = NULL; return 1;
+    case 16: *name = "NBWD_USE_GLOBAL_STATS (BatchNorm's)"; d->flags = NBWD_USE_GLOBAL_STATS; return 1;
+    case 17: *name = "unknown flag"; d->flags = 64; return 1;
+    case 18: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
+    case 19: *name = "f32 data with bf16 stats"; d->stats_dtype = NBWD_BF16; return 1;
+    case 20: *name = "bf16 data with f16 params"; d->data_dtype = NBWD_BF16; d->param_dtype = NBWD_F16; return 1;
+    case 21: *name = "dtype 7"; d->data_dtype = (nbwd_dtype)7; return 1;
+    case 22: *name = "bf16 everything (valid)"; d->data_dtype = d->stats_dtype = d->param_dtype = NBWD_BF16; return 1;
+    case 23: *name = "f16 data, f32 stats and params (valid)"; d->data_dtype = NBWD_F16; return 1;
+    case 24: *name = "num_threads -1"; d->num_threads = -1; return 1;
+    case 25: *name = "isa 99"; d->isa = (nbwd_isa)99; return 1;
+    case 26: *name = "zeroed desc stamp"; d->init_stamp = 0; return 1;
+    case 27: *name = "NCX, spatial stride 2 (not dense)"; d->src_strides = ncx_bad; return 1;
+    case 28: *name = "NXC, channel stride 2 (not dense)"; nbwdt_gn_nxc(d); d->diff_dst_strides = nxc_bad; return 1;
+    case 29: *name = "padded outer strides (valid)"; d->diff_dst_strides = padded; a->diff_dst = b + 20000; return 1;
+    case 30: *name = "diff_src overlapping itself"; d->diff_src_strides = self_overlap; return 1;
+    case 31: *name = "negative sample stride (valid)"; d->src_strides = neg; a->src = b + 12 * 4; return 1;
+    case 32: *name = "diff_src overlaps diff_dst partly"; a->diff_src = b + 4096 + 4; return 1;
+    case 33: *name = "in place diff_src == diff_dst (valid)"; a->diff_src = b + 4096; return 1;
+    case 34: *name = "in place diff_src == src (valid)"; a->diff_src = b; return 1;
+    case 35: *name = "in place diff_src == src, but other strides"; a->diff_src = b; d->diff_src_strides = padded;
+        return 1;
+    case 36: *name = "diff_gamma overlaps gamma"; a->diff_gamma = b + 13312; return 1;
+    case 37: *name = "diff_gamma == diff_beta"; a->diff_beta = b + 14336; return 1;
+    case 38: *name = "diff_beta over the variance"; a->diff_beta = b + 12800 + 4; return 1;
+    case 39: *name = "diff_gamma without affine"; d->use_affine = 0; a->diff_beta = NULL; return 1;
+    case 40: *name = "diff_beta without affine"; d->use_affine = 0; a->diff_gamma = NULL; return 1;
+    case 41: *name = "no affine, diff_src only (valid)"; d->use_affine = 0; a->diff_gamma = a->diff_beta = NULL;
+        a->gamma = NULL; return 1;
+    case 42: *name = "diff_dst NULL"; a->diff_dst = NULL; return 1;
+    case 43: *name = "src NULL"; a->src = NULL; return 1;
+    case 44: *name = "mean NULL"; a->mean = NULL; return 1;
+    case 45: *name = "variance NULL"; a->variance = NULL; return 1;
+    case 46: *name = "gamma NULL with diff_src"; a->gamma = NULL; return 1;
+    case 47: *name = "gamma NULL without diff_src (valid)"; a->gamma = NULL; a->diff_src = NULL; return 1;
+    case 48: *name = "diff_gamma alone (valid)"; a->diff_src = a->diff_beta = NULL; return 1;
+    case 49: *name = "diff_beta alone (valid)"; a->diff_src = a->diff_gamma = NULL; return 1;
+    case 50: *name = "no outputs (valid)"; a->diff_src = a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 51: *name = "xhat given in MEAN_VARIANCE form"; a->xhat = b + 30000; return 1;
+    case 52: *name = "rstd given in MEAN_VARIANCE form"; a->rstd = b + 30000; return 1;
+    case 53: *name = "MEAN_RSTD form (valid)"; d->stats_form = NBWD_STATS_MEAN_RSTD; a->rstd = a->variance;
+        a->variance = NULL; return 1;
+    case 54: *name = "XHAT_STD form (valid)"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = a->src; a->src = NULL;
+        a->std = a->variance; a->variance = NULL; a->mean = NULL; return 1;
+    case 55: *name = "XHAT_STD form with mean given"; d->stats_form = NBWD_STATS_XHAT_STD; a->xhat = a->src;
+        a->src = NULL; a->std = a->variance; a->variance = NULL; return 1;
+    case 56: *name = "DST_RSTD (valid)"; nbwdt_gn_dst(d, a); return 1;
+    case 57: *name = "DST_RSTD without beta (valid)"; nbwdt_gn_dst(d, a); a->beta = NULL; return 1;
+    case 58: *name = "DST_RSTD with dst NULL"; nbwdt_gn_dst(d, a); a->dst = NULL; return 1;
+    case 59: *name = "DST_RSTD with src given"; nbwdt_gn_dst(d, a); a->src = b + 30000; return 1;
+    case 60: *name = "DST_RSTD with rstd NULL"; nbwdt_gn_dst(d, a); a->rstd = NULL; return 1;
+    case 61: *name = "DST_RSTD, gamma NULL with diff_gamma only"; nbwdt_gn_dst(d, a); a->gamma = NULL;
+        a->diff_src = a->diff_beta = NULL; return 1;
+    case 62: *name = "DST_RSTD, gamma NULL with diff_beta only (valid)"; nbwdt_gn_dst(d, a); a->gamma = NULL;
+        a->diff_src = a->diff_gamma = NULL; return 1;
+    case 63: *name = "DST_RSTD, beta over diff_gamma"; nbwdt_gn_dst(d, a); a->beta = b + 14336 + 4; return 1;
+    case 64: *name = "DST_RSTD, beta over diff_gamma, diff_beta alone (valid: beta not read)"; nbwdt_gn_dst(d, a);
+        a->beta = b + 14336 + 4; a->diff_src = a->diff_gamma = NULL; return 1;
+    case 65: *name = "DST_RSTD without affine (valid)"; nbwdt_gn_dst(d, a); d->use_affine = 0;
+        a->gamma = a->beta = NULL; a->diff_gamma = a->diff_beta = NULL; return 1;
+    case 66: *name = "DST_RSTD, in place diff_src == dst (valid)"; nbwdt_gn_dst(d, a); a->diff_src = b; return 1;
+    case 67: *name = "DST_RSTD with strided beta, NXC, bf16 (valid)"; nbwdt_gn_dst(d, a); nbwdt_gn_nxc(d);
+        d->beta_strides = two; d->data_dtype = d->param_dtype = NBWD_BF16; return 1;
+    case 68: *name = "strided gamma (valid)"; d->gamma_strides = two; return 1;
+    case 69: *name = "strided diff_gamma and diff_beta (valid)"; d->diff_gamma_strides = two;
+        d->diff_beta_strides = two; a->diff_beta = b + 15360; return 1;
+    case 70: *name = "diff_beta stride 0 (overlapping itself)"; d->diff_beta_strides = zero; return 1;
+    case 71: *name = "gamma stride 0 (valid: an input)"; d->gamma_strides = zero; return 1;
+    case 72: *name = "statistics column-major (valid)"; d->mean_strides = stats_cm; d->var_strides = stats_cm;
+        return 1;
+    case 73: *name = "statistics with a zero sample stride (valid: inputs)"; d->mean_strides = stats_zero; return 1;
+    case 74: *name = "empty batch (valid)"; d->dims[0] = 0; return 1;
+    case 75: *name = "empty batch, NULL tensors (valid)"; d->dims[0] = 0; a->src = a->diff_dst = a->diff_src = NULL;
+        a->mean = a->variance = NULL; return 1;
+    case 76: *name = "empty batch, accumulate (valid)"; d->dims[0] = 0; d->flags = NBWD_ACCUMULATE_PARAM_GRADS;
+        return 1;
+    case 77: *name = "no spatial positions (valid)"; d->dims[2] = 0; return 1;
+    case 78: *name = "no channels, groups 2 (valid)"; d->dims[1] = 0; return 1;
+    case 79: *name = "accumulate (valid)"; d->flags = NBWD_ACCUMULATE_PARAM_GRADS; return 1;
+    case 80: *name = "dim overflow"; d->dims[0] = (int64_t)1 << 40; d->dims[2] = (int64_t)1 << 40; return 1;
+    case 81: *name = "negative dim"; d->dims[2] = -1; return 1;
+    case 82: *name = "rank 5 NCX (valid)"; d->rank = 5; memcpy(d->dims, big, sizeof big); return 1;
+    case 83: *name = "rank 2 [N, C] NXC (valid)"; d->rank = 2; d->layout = NBWD_NXC; d->dims[1] = 4; return 1;
+    case 84: *name = "rank 2 [N, C] NCX, InstanceNorm (valid)"; d->rank = 2; d->groups = 4; return 1;
+    default: return 0;
+    }
+}
+
 #ifndef NBWDT_SYNC
 #define NBWDT_SYNC() ((void)0)
 #endif
@@ -518,6 +649,37 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
             nbwdt_check(sg == NBWD_OK ? c2 == c1 : c2 == -7, what);
         }
     }
+    /* GroupNorm and InstanceNorm */
+    for (i = 0;; ++i) {
+        nbwd_group_norm_bwd_desc d1, d2;
+        nbwd_group_norm_bwd_args a1, a2;
+        nbwd_status sc, sg;
+        size_t need = 0;
+        nbwdt_gn_base(&d1, &a1, cpu_arena);
+        nbwdt_gn_base(&d2, &a2, gpu_arena);
+        if (!(f = nbwdt_gn_case(i, &d1, &a1, cpu_arena, &name))) break;
+        nbwdt_gn_case(i, &d2, &a2, gpu_arena, &name);
+        if (nbwd_gpu_group_norm_bwd_workspace_size(&d2, &need) != NBWD_OK) need = 0;
+        sc = nbwd_group_norm_bwd((f & 2) ? NULL : &d1, (f & 4) ? NULL : &a1, cpu_ws, 1 << 20);
+        snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
+        sg = nbwd_gpu_group_norm_bwd((f & 2) ? NULL : &d2, (f & 4) ? NULL : &a2, gpu_arena + NBWDT_GPU_WS_OFF, need,
+                                     NULL);
+        if (sg == NBWD_OK) NBWDT_SYNC();
+        if (sc != NBWD_OK && sg == sc) nbwdt_same_message(cpu_msg, "nbwd_group_norm_bwd", "nbwd_gpu_group_norm_bwd", name);
+        nbwdt_expect(sc, sg, f, ok_status, "GroupNorm", "nbwd_gpu_group_norm_bwd", name);
+        if (!(f & 2)) { /* the size query refuses what the CPU's refuses, in its words */
+            size_t b1 = 0, b2 = 0;
+            char what[300];
+            nbwd_status qc = nbwd_group_norm_bwd_workspace_size(&d1, &b1), qg;
+            snprintf(cpu_msg, sizeof cpu_msg, "%s", nbwd_last_error());
+            qg = nbwd_gpu_group_norm_bwd_workspace_size(&d2, &b2);
+            snprintf(what, sizeof what, "GroupNorm workspace query status: %s: cpu %d gpu %d", name, (int)qc, (int)qg);
+            nbwdt_check(qc == qg, what);
+            if (qc != NBWD_OK && qg == qc)
+                nbwdt_same_message(cpu_msg, "nbwd_group_norm_bwd_workspace_size",
+                                   "nbwd_gpu_group_norm_bwd_workspace_size", name);
+        }
+    }
     { /* GPU workspace rules */
         nbwd_layer_norm_bwd_desc d;
         nbwd_layer_norm_bwd_args a;
@@ -638,6 +800,76 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
             nbwdt_check(s == ok_status && count == (s == NBWD_OK ? 0 : -7),
                         "BatchNorm reduce: an empty slice needs no workspace, count 0");
             bd.dims[0] = 2;
+        }
+        { /* GroupNorm: the workspace is checked by every call, a NULL one where none is needed is fine */
+            nbwd_group_norm_bwd_desc gd;
+            nbwd_group_norm_bwd_args ga;
+            size_t gneed = 0, g2 = 1;
+            nbwd_status s;
+            nbwdt_gn_base(&gd, &ga, gpu_arena);
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &gneed) == NBWD_OK && gneed > 0,
+                        "GroupNorm workspace query: nonzero");
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, NULL) == NBWD_ERR_NULL_POINTER &&
+                            strcmp(nbwd_gpu_last_error(),
+                                   "nbwd_gpu_group_norm_bwd_workspace_size: NBWD_ERR_NULL_POINTER: bytes is NULL") == 0,
+                        "GroupNorm workspace query: NULL bytes, in words");
+            nbwdt_check(nbwd_gpu_group_norm_bwd(&gd, &ga, NULL, 0, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "GroupNorm: NULL workspace");
+            nbwdt_check(strncmp(nbwd_gpu_last_error(),
+                                "nbwd_gpu_group_norm_bwd: NBWD_ERR_INSUFFICIENT_WORKSPACE: workspace is NULL", 75) == 0,
+                        "GroupNorm: NULL workspace: the message names the entry, the status and the workspace");
+            nbwdt_check(nbwd_gpu_group_norm_bwd(&gd, &ga, gpu_arena + NBWDT_GPU_WS_OFF, gneed - 1, NULL) ==
+                            NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "GroupNorm: workspace one byte short");
+            s = nbwd_gpu_group_norm_bwd(&gd, &ga, gpu_arena + NBWDT_GPU_WS_OFF, gneed, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status && nbwd_last_error()[0] == 0, "GroupNorm: the queried workspace; last error cleared");
+            ga.diff_src = ga.diff_gamma = ga.diff_beta = NULL;
+            nbwdt_check(nbwd_gpu_group_norm_bwd(&gd, &ga, NULL, 0, NULL) == NBWD_ERR_INSUFFICIENT_WORKSPACE,
+                        "GroupNorm without outputs: the workspace is still checked (as every call)");
+            gd.stats_form = NBWD_STATS_DST_RSTD;
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &g2) == NBWD_OK && g2 == gneed,
+                        "GroupNorm workspace query: the same for every form");
+            gd.stats_form = NBWD_STATS_MEAN_VARIANCE;
+            gd.layout = NBWD_NXC; gd.dims[1] = 3; gd.dims[2] = 4;
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &g2) == NBWD_OK && g2 > 0,
+                        "GroupNorm workspace query: NXC nonzero");
+            { /* a plane of several pieces, and long NXC columns: partials on top */
+                nbwd_group_norm_bwd_desc big;
+                const int64_t bd3[3] = {2, 4, 100000}, bn3[3] = {2, 100000, 4};
+                size_t b1 = 0, b2 = 0;
+                nbwd_group_norm_bwd_desc_init(&big, 3, bd3, NBWD_NCX, 2, 1e-5f);
+                nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&big, &b1) == NBWD_OK && b1 > gneed,
+                            "GroupNorm workspace query: NCX planes in pieces take partials");
+                nbwd_group_norm_bwd_desc_init(&big, 3, bn3, NBWD_NXC, 2, 1e-5f);
+                nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&big, &b2) == NBWD_OK && b2 > gneed,
+                            "GroupNorm workspace query: NXC row blocks take partials");
+            }
+            gd.dims[0] = 0;
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &g2) == NBWD_OK && g2 == 0,
+                        "GroupNorm workspace query: an empty batch needs none");
+            nbwdt_gn_base(&gd, &ga, gpu_arena);
+            gd.dims[2] = 0;
+            s = nbwd_gpu_group_norm_bwd(&gd, &ga, NULL, 0, NULL);
+            if (s == NBWD_OK) NBWDT_SYNC();
+            nbwdt_check(s == ok_status, "GroupNorm: no spatial positions: no workspace (diff_gamma/diff_beta zeroed)");
+            gd.dims[2] = 3;
+            gd.groups = 3;
+            nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &g2) == NBWD_ERR_BAD_PARAM &&
+                            strstr(nbwd_gpu_last_error(), "nbwd_gpu_group_norm_bwd_workspace_size: NBWD_ERR_BAD_PARAM: desc.groups") ==
+                                nbwd_gpu_last_error(),
+                        "GroupNorm workspace query: bad groups, in words");
+            nbwdt_check(nbwd_gpu_group_norm_bwd(&gd, &ga, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM,
+                        "GroupNorm: bad groups is reported before the workspace");
+            {
+                nbwd_batch_norm_bwd_desc wrong;
+                const int64_t d3[3] = {2, 4, 3};
+                nbwd_batch_norm_bwd_desc_init(&wrong, 3, d3, NBWD_NCX, 1e-5f);
+                gd.groups = 2;
+                gd.init_stamp = wrong.init_stamp;
+                nbwdt_check(nbwd_gpu_group_norm_bwd_workspace_size(&gd, &g2) == NBWD_ERR_NOT_INITIALIZED,
+                            "GroupNorm workspace query refuses BatchNorm's stamp");
+            }
         }
         bd.epsilon = -1.0f;
         nbwdt_check(nbwd_gpu_batch_norm_bwd(&bd, &ba, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM,

@@ -6,7 +6,10 @@
    loads (misaligned tensors), NaN isolation in the DST_RSTD form,
    BatchNorm's two phases (reduce / apply) on slices of the batch, and
    BatchNorm's fused ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU: the
-   float64 reference on the masked diff_dst, diff_src_add's bits exact).
+   float64 reference on the masked diff_dst, diff_src_add's bits exact),
+   and GroupNorm / InstanceNorm (both layouts, every form and dtype set,
+   strides of every tensor, in place, accumulate, empty shapes, NaN
+   isolation, the bits unchanged by strides and load paths).
    Without a GPU it runs the host-side checks (statuses, the no-device path),
    says that it found no GPU and exits 0. Last line: "N passed, N failed". */
 #define NORM_BWD_IMPLEMENTATION
@@ -958,6 +961,358 @@ static void bn_one_slice_bits(int layout, int dt, int global, int rank, const in
     if (ws) cudaFree(ws);
 }
 
+/* ------------------------------------------------------------ GroupNorm */
+struct GnCase {
+    int rank; int64_t dims[5]; int layout; int64_t groups;
+    int dt, sdt, pdt, form, affine, want_dx, want_dg, want_db, accumulate;
+    int pad;      /* elements of padding on an outer dim of x, dy, dx (their own strides) */
+    int inplace;  /* diff_src == 1: diff_dst, 2: src (xhat, dst) */
+    int misalign; /* data tensors one element off 16-byte alignment */
+    int pstride;  /* gamma, beta, diff_gamma, diff_beta with stride 2 */
+    int sstride;  /* statistics column-major ([groups][N] in memory) */
+    int no_beta;  /* DST_RSTD: args.beta NULL */
+    int zero_gamma; /* some channels' gamma 0 or subnormal (DST_RSTD: xhat 0 there) */
+};
+/* What a GroupNorm run leaves: dx in logical order (raw bytes of the data
+   type), diff_gamma and diff_beta (raw bytes, dense). */
+struct GnOut {
+    std::vector<unsigned char> dx, dg, db;
+    int ok = 0;
+};
+
+/* GPU vs float64 reference vs the CPU path (scalar, this file), nothing
+   written outside the outputs' views, and bitwise identical reruns on grids
+   of 1, 3 and 7 blocks. */
+static GnOut gn_run(const GnCase &c) {
+    GnOut res;
+    char what[600];
+    snprintf(what, sizeof what, "GN %s rank %d dims [%lld %lld %lld %lld %lld] groups %lld dt %d/%d/%d form %d affine %d out %d%d%d acc %d pad %d inplace %d misalign %d pstride %d sstride %d nobeta %d zerog %d",
+             c.layout == NBWD_NCX ? "NCX" : "NXC", c.rank, (long long)c.dims[0], (long long)c.dims[1],
+             (long long)c.dims[2], (long long)c.dims[3], (long long)c.dims[4], (long long)c.groups, c.dt, c.sdt, c.pdt,
+             c.form, c.affine, c.want_dx, c.want_dg, c.want_db, c.accumulate, c.pad, c.inplace, c.misalign, c.pstride,
+             c.sstride, c.no_beta, c.zero_gamma);
+    const int nxc = c.layout == NBWD_NXC, dst_form = c.form == NBWD_STATS_DST_RSTD;
+    const int mean_form = c.form == NBWD_STATS_MEAN_VARIANCE || c.form == NBWD_STATS_MEAN_RSTD;
+    const int64_t N = c.dims[0], C = nxc ? c.dims[c.rank - 1] : c.dims[1], G = c.groups;
+    int64_t total = 1;
+    for (int d = 0; d < c.rank; ++d) total *= c.dims[d];
+    const int64_t S = N * C > 0 ? total / (N * C) : 0, Cg = C / G, K = Cg * S;
+    /* strides: dense, `pad` more elements on an outer dim (NCX: the channel's
+       plane; NXC: a spatial row, or the sample for [N, C]) */
+    const int pd = nxc ? (c.rank > 2 ? c.rank - 2 : 1) : (c.rank > 2 ? 2 : 1);
+    int64_t st[NBWD_MAX_RANK], sp = 1;
+    for (int d = c.rank - 1; d >= 0; --d) {
+        st[d] = sp;
+        sp *= c.dims[d] + (d == pd ? c.pad : 0);
+    }
+    const int64_t span = sp, pst = c.pstride ? 2 : 1;
+    const int64_t stats_st[2] = {1, N};
+    const int64_t pstv[1] = {2};
+    nbwd_group_norm_bwd_desc desc;
+    nbwd_group_norm_bwd_desc_init(&desc, c.rank, c.dims, (nbwd_layout)c.layout, G, 1e-5f);
+    desc.use_affine = c.affine;
+    desc.stats_form = (nbwd_stats_form)c.form;
+    desc.data_dtype = (nbwd_dtype)c.dt; desc.stats_dtype = (nbwd_dtype)c.sdt; desc.param_dtype = (nbwd_dtype)c.pdt;
+    desc.flags = c.accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0;
+    if (c.pad) desc.src_strides = desc.diff_dst_strides = desc.diff_src_strides = st;
+    if (c.sstride) desc.mean_strides = desc.var_strides = stats_st;
+    if (c.pstride) desc.gamma_strides = desc.beta_strides = desc.diff_gamma_strides = desc.diff_beta_strides = pstv;
+
+    Buf x, dy, dx, mean, spread, gamma, beta, dg, db;
+    const int64_t mis = c.misalign ? 1 : 0, NG = N * G > 0 ? N * G : 1, Cp = (C > 0 ? C : 1) * pst;
+    x.alloc(c.dt, span, mis); dy.alloc(c.dt, span, mis); dx.alloc(c.dt, span, mis);
+    mean.alloc(c.sdt, NG, 0); spread.alloc(c.sdt, NG, 0);
+    gamma.alloc(c.pdt, Cp, 0); beta.alloc(c.pdt, Cp, 0); dg.alloc(c.pdt, Cp, 0); db.alloc(c.pdt, Cp, 0);
+    /* every value drawn in logical order (the strides and alignment change
+       no value: gn_layouts_same_bits); padding and gaps hold a pattern */
+    auto offset = [&](int64_t i) { /* logical index i (row-major over dims) -> element offset */
+        int64_t o = 0;
+        for (int d = c.rank - 1; d >= 0; --d) { o += (i % c.dims[d]) * st[d]; i /= c.dims[d]; }
+        return o;
+    };
+    auto sidx = [&](int64_t n, int64_t g) { return c.sstride ? g * N + n : n * G + g; };
+    for (int64_t k = 0; k < span; ++k) setf(dx.hp(), k, c.dt, (float)(k % 17 - 8));
+    for (int64_t k = 0; k < Cp; ++k) {
+        setf(gamma.hp(), k, c.pdt, 3.0f); setf(beta.hp(), k, c.pdt, 3.0f);
+        setf(dg.hp(), k, c.pdt, 5.0f); setf(db.hp(), k, c.pdt, 5.0f);
+    }
+    for (int64_t i = 0; i < total; ++i) setf(x.hp(), offset(i), c.dt, (float)urand(-2, 2));
+    for (int64_t i = 0; i < total; ++i) setf(dy.hp(), offset(i), c.dt, (float)urand(-1, 1));
+    for (int64_t ch = 0; ch < C; ++ch) {
+        setf(gamma.hp(), ch * pst, c.pdt, (float)urand(0.5, 1.5));
+        setf(beta.hp(), ch * pst, c.pdt, (float)urand(-0.5, 0.5));
+        setf(dg.hp(), ch * pst, c.pdt, (float)urand(-1, 1));
+        setf(db.hp(), ch * pst, c.pdt, (float)urand(-1, 1));
+        if (c.zero_gamma && ch % 5 == 2) setf(gamma.hp(), ch * pst, c.pdt, ch % 2 ? -0.0f : 0.0f);
+        if (c.zero_gamma && ch % 7 == 3) setf(gamma.hp(), ch * pst, c.pdt, 1e-39f);
+    }
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t g = 0; g < G; ++g) {
+            double var = urand(0.3, 2.0);
+            double v = c.form == NBWD_STATS_MEAN_VARIANCE ? var
+                       : c.form == NBWD_STATS_MEAN_RSTD || dst_form ? 1.0 / sqrt(var + 1e-5)
+                                                                    : sqrt(var + 1e-5);
+            setf(spread.hp(), sidx(n, g), c.sdt, (float)v);
+            setf(mean.hp(), sidx(n, g), c.sdt, (float)urand(-0.5, 0.5));
+        }
+    auto chan = [&](int64_t i) { return nxc ? i % C : (i / S) % C; };
+    auto gam = [&](int64_t ch) { return c.affine ? (double)getf(gamma.hp(), ch * pst, c.pdt) : 1.0; };
+    auto bet = [&](int64_t ch) {
+        return dst_form && c.affine && !c.no_beta ? (double)getf(beta.hp(), ch * pst, c.pdt) : 0.0;
+    };
+    if (dst_form) /* x holds the forward output y = xhat * gamma + beta */
+        for (int64_t i = 0; i < total; ++i)
+            setf(x.hp(), offset(i), c.dt, (float)(urand(-2, 2) * gam(chan(i)) + bet(chan(i))));
+    if (c.inplace == 1) memcpy(dx.h.data(), dy.h.data(), dy.h.size());
+    if (c.inplace == 2) memcpy(dx.h.data(), x.h.data(), x.h.size());
+    const std::vector<unsigned char> x0 = x.h, dy0 = dy.h, dx0 = dx.h, dg0 = dg.h, db0 = db.h;
+    x.up(); dy.up(); dx.up(); mean.up(); spread.up(); gamma.up(); beta.up(); dg.up(); db.up();
+
+    /* float64 reference from the stored values */
+    const size_t mb = (size_t)mis * esz(c.dt);
+    std::vector<double> rstd((size_t)NG), xhv((size_t)(total > 0 ? total : 1)), sg((size_t)NG, 0), sgx((size_t)NG, 0);
+    std::vector<double> rdg((size_t)(C > 0 ? C : 1), 0), rdb(rdg);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t g = 0; g < G; ++g) {
+            double spv = getf(spread.hp(), sidx(n, g), c.sdt);
+            rstd[(size_t)(n * G + g)] = c.form == NBWD_STATS_MEAN_VARIANCE ? 1.0 / sqrt(spv + (double)desc.epsilon)
+                                        : c.form == NBWD_STATS_XHAT_STD    ? 1.0 / spv
+                                                                           : spv;
+        }
+    for (int64_t i = 0; i < total; ++i) {
+        const int64_t n = i / (C * S), ch = chan(i), set = n * G + ch / Cg;
+        const double xv = getf(x0.data() + mb, offset(i), c.dt), dv = getf(dy0.data() + mb, offset(i), c.dt);
+        double xh;
+        if (dst_form) xh = c.affine ? ref_unscale(xv, gam(ch), bet(ch)) : xv;
+        else if (mean_form) xh = (xv - getf(mean.hp(), sidx(n, ch / Cg), c.sdt)) * rstd[(size_t)set];
+        else xh = xv;
+        xhv[(size_t)i] = xh;
+        sg[(size_t)set] += dv * gam(ch);
+        sgx[(size_t)set] += dv * gam(ch) * xh;
+        rdg[(size_t)ch] += dv * xh;
+        rdb[(size_t)ch] += dv;
+    }
+
+    /* GPU */
+    nbwd_group_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    if (c.form == NBWD_STATS_XHAT_STD) a.xhat = x.dp(); else if (dst_form) a.dst = x.dp(); else a.src = x.dp();
+    a.diff_dst = dy.dp();
+    if (mean_form) a.mean = mean.dp();
+    if (c.form == NBWD_STATS_MEAN_VARIANCE) a.variance = spread.dp();
+    else if (c.form == NBWD_STATS_XHAT_STD) a.std = spread.dp();
+    else a.rstd = spread.dp();
+    const int reads_gamma = c.affine && (c.want_dx || (dst_form && c.want_dg));
+    if (reads_gamma) a.gamma = gamma.dp(); /* (not passed where it is not read) */
+    if (reads_gamma && dst_form && !c.no_beta) a.beta = beta.dp();
+    if (c.want_dx) a.diff_src = c.inplace == 1 ? dy.dp() : c.inplace == 2 ? x.dp() : dx.dp();
+    if (c.want_dg) a.diff_gamma = dg.dp();
+    if (c.want_db) a.diff_beta = db.dp();
+    size_t need = 0;
+    nbwd_gpu_group_norm_bwd_workspace_size(&desc, &need);
+    void *ws = nullptr;
+    if (need) CK(cudaMalloc(&ws, need));
+    nbwd_status st_ = nbwd_gpu_group_norm_bwd(&desc, &a, ws, need, nullptr);
+    CK(cudaDeviceSynchronize());
+    if (st_ != NBWD_OK) {
+        char w2[1100];
+        snprintf(w2, sizeof w2, "%s: status %d (%.300s)", what, (int)st_, nbwd_gpu_last_error());
+        nbwdt_check(0, w2);
+        if (ws) cudaFree(ws);
+        return res;
+    }
+    Buf *const bufs[3] = {&x, &dy, &dx};
+    const std::vector<unsigned char> *const orig[3] = {&x0, &dy0, &dx0};
+    std::vector<unsigned char> gpu[3];
+    for (int b = 0; b < 3; ++b) { bufs[b]->down(); gpu[b] = bufs[b]->h; }
+    dg.down(); db.down();
+    const std::vector<unsigned char> g_dg = dg.h, g_db = db.h;
+    const int b_dx = c.inplace == 1 ? 1 : c.inplace == 2 ? 0 : 2;
+
+    /* the CPU path on host copies */
+    std::vector<unsigned char> cpu[3] = {x0, dy0, dx0}, cdg(dg0), cdb(db0);
+    nbwd_group_norm_bwd_args ca = a;
+    auto host = [&](const void *p) -> void * {
+        for (int b = 0; b < 3; ++b)
+            if (p && p == bufs[b]->dp()) return cpu[b].data() + mb;
+        return nullptr;
+    };
+    ca.src = host(a.src); ca.xhat = host(a.xhat); ca.dst = host(a.dst); ca.diff_dst = host(a.diff_dst);
+    ca.diff_src = host(a.diff_src);
+    if (a.mean) ca.mean = mean.hp();
+    if (a.variance) ca.variance = spread.hp();
+    if (a.rstd) ca.rstd = spread.hp();
+    if (a.std) ca.std = spread.hp();
+    if (a.gamma) ca.gamma = gamma.hp();
+    if (a.beta) ca.beta = beta.hp();
+    if (a.diff_gamma) ca.diff_gamma = cdg.data();
+    if (a.diff_beta) ca.diff_beta = cdb.data();
+    nbwdt_check(nbwd_group_norm_bwd(&desc, &ca, nullptr, 0) == NBWD_OK, what);
+
+    Err erd, ecd, erg, ecg, erb, ecb;
+    const size_t e = esz(c.dt);
+    res.dx.resize((size_t)total * e);
+    for (int64_t i = 0; i < total; ++i) {
+        const int64_t o = offset(i);
+        memcpy(res.dx.data() + i * e, gpu[b_dx].data() + mb + o * (int64_t)e, e);
+        if (!c.want_dx) continue;
+        const int64_t n = i / (C * S), ch = chan(i), set = n * G + ch / Cg;
+        const double dv = getf(dy0.data() + mb, o, c.dt), xh = xhv[(size_t)i];
+        const double ref = rstd[(size_t)set] * (dv * gam(ch) - sg[(size_t)set] / K - xh * sgx[(size_t)set] / K);
+        const double gv = getf(gpu[b_dx].data() + mb, o, c.dt);
+        erd.add(gv, ref);
+        ecd.add(gv, getf(cpu[b_dx].data() + mb, o, c.dt));
+    }
+    for (int64_t ch = 0; ch < C; ++ch) {
+        const int64_t j = ch * pst;
+        if (c.want_dg) {
+            erg.add(getf(g_dg.data(), j, c.pdt), (c.accumulate ? getf(dg0.data(), j, c.pdt) : 0) + rdg[(size_t)ch]);
+            ecg.add(getf(g_dg.data(), j, c.pdt), getf(cdg.data(), j, c.pdt));
+        }
+        if (c.want_db) {
+            erb.add(getf(g_db.data(), j, c.pdt), (c.accumulate ? getf(db0.data(), j, c.pdt) : 0) + rdb[(size_t)ch]);
+            ecb.add(getf(g_db.data(), j, c.pdt), getf(cdb.data(), j, c.pdt));
+        }
+    }
+    /* nothing else written: the data buffers outside diff_src's view, the
+       parameter gradients not asked for or between strided entries */
+    int untouched = 1;
+    for (int b = 0; b < 3; ++b) {
+        std::vector<char> in_view(orig[b]->size() / e, 0);
+        if (b == b_dx && c.want_dx)
+            for (int64_t i = 0; i < total; ++i) in_view[(size_t)(mis + offset(i))] = 1;
+        for (size_t k = 0; k < in_view.size(); ++k)
+            if (!in_view[k]) untouched &= memcmp(gpu[b].data() + k * e, orig[b]->data() + k * e, e) == 0;
+    }
+    const size_t pe = esz(c.pdt);
+    for (int64_t j = 0; j < Cp; ++j) {
+        const int in = j % pst == 0 && j / pst < C;
+        if (!(c.want_dg && in)) untouched &= memcmp(g_dg.data() + j * pe, dg0.data() + j * pe, pe) == 0;
+        if (!(c.want_db && in)) untouched &= memcmp(g_db.data() + j * pe, db0.data() + j * pe, pe) == 0;
+    }
+    const double tdx = tol_of(c.dt), tp = tol_of(c.pdt) * (c.pdt == NBWD_F32 ? 10 : 1);
+    char w2[1300];
+    snprintf(w2, sizeof w2, "%s: dx err ref %.2e cpu %.2e, dg %.2e/%.2e, db %.2e/%.2e, untouched %d", what, erd.rel(),
+             ecd.rel(), erg.rel(), ecg.rel(), erb.rel(), ecb.rel(), untouched);
+    nbwdt_check(erd.rel() <= tdx && ecd.rel() <= 2 * tdx && erg.rel() <= tp && ecg.rel() <= 2 * tp &&
+                    erb.rel() <= tp && ecb.rel() <= 2 * tp && untouched,
+                w2);
+    static const int grids[] = {0, 1, 3, 7};
+    for (int gi = 0; gi < 4; ++gi) {
+        nbwd_gpu__max_grid = grids[gi];
+        for (int b = 0; b < 3; ++b) { bufs[b]->h = *orig[b]; bufs[b]->up(); }
+        dg.h = dg0; db.h = db0; dg.up(); db.up();
+        st_ = nbwd_gpu_group_norm_bwd(&desc, &a, ws, need, nullptr);
+        CK(cudaDeviceSynchronize());
+        int same = st_ == NBWD_OK;
+        for (int b = 0; b < 3; ++b) { bufs[b]->down(); same &= bufs[b]->h == gpu[b]; }
+        dg.down(); db.down();
+        snprintf(w2, sizeof w2, "%s: bitwise identical rerun, grid cap %d", what, grids[gi]);
+        nbwdt_check(same && dg.h == g_dg && db.h == g_db, w2);
+    }
+    nbwd_gpu__max_grid = 0;
+    if (ws) cudaFree(ws);
+    res.dg.resize((size_t)(C > 0 ? C : 0) * pe); /* the entries, densely */
+    res.db.resize(res.dg.size());
+    for (int64_t ch = 0; ch < C; ++ch) {
+        memcpy(res.dg.data() + ch * pe, g_dg.data() + ch * pst * pe, pe);
+        memcpy(res.db.data() + ch * pe, g_db.data() + ch * pst * pe, pe);
+    }
+    res.ok = 1;
+    return res;
+}
+
+/* The same case with dense and padded strides, aligned and misaligned data
+   (16-byte and scalar loads), column-major statistics and strided
+   parameters: every output bit the same (the strides and the load path
+   change no reduction order). */
+static void gn_layouts_same_bits(GnCase c) {
+    GnOut ref;
+    const uint64_t seed = rng_state;
+    int same = 1;
+    for (int k = 0; k < 4; ++k) {
+        rng_state = seed;
+        c.pad = k == 1 || k == 3 ? 3 : 0;
+        c.misalign = k >= 2;
+        c.sstride = c.pstride = k == 3;
+        GnOut o = gn_run(c);
+        if (k == 0) ref = o;
+        else same &= o.ok && o.dx == ref.dx && o.dg == ref.dg && o.db == ref.db;
+    }
+    char w[300];
+    snprintf(w, sizeof w, "GN %s [%lld %lld %lld %lld] dt %d form %d: padded, misaligned and strided-parameter runs give the dense run's bits",
+             c.layout == NBWD_NCX ? "NCX" : "NXC", (long long)c.dims[0], (long long)c.dims[1], (long long)c.dims[2],
+             (long long)c.dims[3], c.dt, c.form);
+    nbwdt_check(ref.ok && same, w);
+}
+
+/* A NaN in x (dst) makes only its own set's diff_src and its channel's
+   diff_gamma non-finite; an infinite dy those and its channel's diff_beta.
+   Every other bit is the clean run's. */
+static void gn_nan_isolation(int layout, int dt, int form) {
+    const int64_t N = 3, C = 8, G = 4, H = 5, W = 7, S = H * W, Cg = C / G;
+    const int64_t dims[4] = {N, layout == NBWD_NCX ? C : H, layout == NBWD_NCX ? H : W, layout == NBWD_NCX ? W : C};
+    const int64_t total = N * C * S;
+    nbwd_group_norm_bwd_desc desc;
+    nbwd_group_norm_bwd_desc_init(&desc, 4, dims, (nbwd_layout)layout, G, 1e-5f);
+    desc.data_dtype = (nbwd_dtype)dt;
+    desc.stats_form = (nbwd_stats_form)form;
+    Buf x, dy, dx, mean, spread, gamma, beta, dg, db;
+    x.alloc(dt, total, 0); dy.alloc(dt, total, 0); dx.alloc(dt, total, 0);
+    mean.alloc(NBWD_F32, N * G, 0); spread.alloc(NBWD_F32, N * G, 0);
+    gamma.alloc(NBWD_F32, C, 0); beta.alloc(NBWD_F32, C, 0); dg.alloc(NBWD_F32, C, 0); db.alloc(NBWD_F32, C, 0);
+    x.fill(-2, 2); dy.fill(-1, 1); mean.fill(-0.5, 0.5); spread.fill(0.5, 2); gamma.fill(0.5, 1.5); beta.fill(-0.5, 0.5);
+    x.up(); dy.up(); mean.up(); spread.up(); gamma.up(); beta.up();
+    nbwd_group_norm_bwd_args a;
+    memset(&a, 0, sizeof a);
+    if (form == NBWD_STATS_DST_RSTD) { a.dst = x.dp(); a.rstd = spread.dp(); a.beta = beta.dp(); }
+    else { a.src = x.dp(); a.mean = mean.dp(); a.variance = spread.dp(); }
+    a.diff_dst = dy.dp(); a.gamma = gamma.dp(); a.diff_src = dx.dp(); a.diff_gamma = dg.dp(); a.diff_beta = db.dp();
+    size_t need = 0;
+    nbwd_gpu_group_norm_bwd_workspace_size(&desc, &need);
+    void *ws = nullptr;
+    if (need) CK(cudaMalloc(&ws, need));
+    /* the element (n 1, c 5, position 17) and (n 2, c 0, position 3) */
+    auto lin = [&](int64_t n, int64_t ch, int64_t s) { return layout == NBWD_NCX ? (n * C + ch) * S + s : (n * S + s) * C + ch; };
+    const int64_t ix = lin(1, 5, 17), iy = lin(2, 0, 3);
+    std::vector<unsigned char> outs[2][3];
+    int ok = 1;
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            setf(x.hp(), ix, dt, NAN);
+            setf(dy.hp(), iy, dt, INFINITY);
+            x.up(); dy.up();
+        }
+        ok &= nbwd_gpu_group_norm_bwd(&desc, &a, ws, need, nullptr) == NBWD_OK;
+        CK(cudaDeviceSynchronize());
+        dx.down(); dg.down(); db.down();
+        outs[pass][0] = dx.h; outs[pass][1] = dg.h; outs[pass][2] = db.h;
+    }
+    const size_t e = esz(dt);
+    int isolated = 1;
+    for (int64_t i = 0; i < total; ++i) {
+        const int64_t n = layout == NBWD_NCX ? i / (C * S) : i / (S * C);
+        const int64_t ch = layout == NBWD_NCX ? (i / S) % C : i % C;
+        const int bad = (n == 1 && ch / Cg == 5 / Cg) || (n == 2 && ch / Cg == 0);
+        const int nan = !isfinite(getf(outs[1][0].data(), i, dt));
+        const int same = memcmp(outs[0][0].data() + i * e, outs[1][0].data() + i * e, e) == 0;
+        if (bad ? !nan : !same) isolated = 0;
+    }
+    for (int64_t ch = 0; ch < C; ++ch) {
+        const int gnan = !isfinite(getf(outs[1][1].data(), ch, NBWD_F32));
+        const int gsame = memcmp(outs[0][1].data() + ch * 4, outs[1][1].data() + ch * 4, 4) == 0;
+        const int bbad = !isfinite(getf(outs[1][2].data(), ch, NBWD_F32));
+        const int bsame = memcmp(outs[0][2].data() + ch * 4, outs[1][2].data() + ch * 4, 4) == 0;
+        if (ch == 5 || ch == 0 ? !gnan : !gsame) isolated = 0;
+        if (ch == 0 ? !bbad : !bsame) isolated = 0;
+    }
+    char w[200];
+    snprintf(w, sizeof w, "GN %s dt %d form %d: a NaN x and an infinite dy stay in their sets and channels",
+             layout == NBWD_NCX ? "NCX" : "NXC", dt, form);
+    nbwdt_check(ok && isolated, w);
+    if (ws) cudaFree(ws);
+}
+
 static const int dtype_sets[][3] = {
     {NBWD_F32, NBWD_F32, NBWD_F32},   {NBWD_BF16, NBWD_F32, NBWD_F32}, {NBWD_BF16, NBWD_BF16, NBWD_BF16},
     {NBWD_BF16, NBWD_F32, NBWD_BF16}, {NBWD_F16, NBWD_F32, NBWD_F32},  {NBWD_F16, NBWD_F16, NBWD_F16},
@@ -1301,6 +1656,105 @@ batch_norm:
     }
 }
 
+static void gn_tests(void) {
+    /* GroupNorm and InstanceNorm: both layouts, NCX planes of one piece
+       (units of 1 to 32 threads, or a block) and of several (odd lengths:
+       scalar loads), NXC columns in one row block or many, odd C, rank 2
+       and 5, groups 1, C / 2 and C (InstanceNorm); every dtype set, the
+       four statistics forms (all for f32 and bf16 data, one for the
+       others) */
+    struct GnShape { int rank, layout; int64_t groups, dims[5]; };
+    static const GnShape gshapes[] = {
+        {3, NBWD_NCX, 2, {2, 4, 3}},          {4, NBWD_NCX, 8, {4, 32, 7, 7}},
+        {4, NBWD_NCX, 32, {2, 64, 28, 28}},   {3, NBWD_NCX, 3, {3, 6, 20000}},
+        {3, NBWD_NCX, 2, {2, 4, 20001}},      {5, NBWD_NCX, 4, {2, 8, 6, 5, 7}},
+        {2, NBWD_NCX, 3, {5, 12}},            {4, NBWD_NCX, 16, {3, 16, 9, 9}},
+        {4, NBWD_NCX, 32, {1, 320, 32, 32}},  {3, NBWD_NXC, 2, {2, 3, 4}},
+        {4, NBWD_NXC, 8, {4, 7, 7, 32}},      {4, NBWD_NXC, 32, {2, 28, 28, 64}},
+        {3, NBWD_NXC, 3, {3, 20000, 6}},      {3, NBWD_NXC, 5, {2, 3001, 5}},
+        {5, NBWD_NXC, 4, {2, 6, 5, 7, 8}},    {2, NBWD_NXC, 3, {5, 12}},
+        {4, NBWD_NXC, 16, {3, 9, 9, 16}},     {4, NBWD_NXC, 32, {1, 32, 32, 320}},
+        {4, NBWD_NXC, 1, {2, 5, 5, 1000}},    {4, NBWD_NCX, 1, {2, 1000, 5, 5}},
+    };
+    const int ngshapes = (int)(sizeof gshapes / sizeof gshapes[0]);
+    for (int si = 0; si < ngshapes; ++si)
+        for (int di = 0; di < 6; ++di)
+            for (int form = 0; form < 4; ++form) {
+                if (di > 1 && form != (si + di) % 4) continue;
+                if (getenv("NBWDT_GPU_QUICK") && (di > 1 || form % 3 != 0)) continue;
+                GnCase c;
+                memset(&c, 0, sizeof c);
+                c.rank = gshapes[si].rank; c.layout = gshapes[si].layout; c.groups = gshapes[si].groups;
+                for (int d = 0; d < c.rank; ++d) c.dims[d] = gshapes[si].dims[d];
+                c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+                c.form = form; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+                c.zero_gamma = form == NBWD_STATS_DST_RSTD && si % 2;
+                gn_run(c);
+            }
+    /* the options, both layouts: without affine, each output subset,
+       accumulate, padded, in place (diff_dst; src, xhat or dst), misaligned,
+       strided parameters and statistics, the DST_RSTD form's variants,
+       empty batches and planes */
+    for (int layout = 0; layout < 2; ++layout)
+        for (int opt = 0; opt < 22; ++opt) {
+            if (getenv("NBWDT_GPU_QUICK") && opt % 4 != 1) continue;
+            const int di = (opt + layout) % 6;
+            GnCase c;
+            memset(&c, 0, sizeof c);
+            c.rank = 4; c.layout = layout; c.groups = 6; c.dims[0] = 3;
+            if (layout == NBWD_NCX) { c.dims[1] = 24; c.dims[2] = 9; c.dims[3] = 16; }
+            else { c.dims[1] = 9; c.dims[2] = 16; c.dims[3] = 24; }
+            c.dt = dtype_sets[di][0]; c.sdt = dtype_sets[di][1]; c.pdt = dtype_sets[di][2];
+            c.form = opt % 4; c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+            switch (opt) {
+            case 0: c.affine = 0; c.want_dg = c.want_db = 0; break;
+            case 1: c.want_dg = c.want_db = 0; break;
+            case 2: c.want_dx = c.want_db = 0; break;
+            case 3: c.want_dx = c.want_dg = 0; break;
+            case 4: c.want_dx = 0; break;
+            case 5: c.accumulate = 1; break;
+            case 6: c.pad = 3; break;
+            case 7: c.inplace = 1; c.pad = 2; break;
+            case 8: c.inplace = 2; break;
+            case 9: c.misalign = 1; break;
+            case 10: c.pstride = 1; c.accumulate = 1; break;
+            case 11: c.sstride = 1; break;
+            case 12: c.form = NBWD_STATS_DST_RSTD; c.no_beta = 1; c.zero_gamma = 1; break;
+            case 13: c.form = NBWD_STATS_DST_RSTD; c.zero_gamma = 1; c.want_dx = c.want_db = 0; break;
+            case 14: c.form = NBWD_STATS_DST_RSTD; c.want_dx = c.want_dg = 0; break; /* gamma, beta not read */
+            case 15: c.form = NBWD_STATS_DST_RSTD; c.affine = 0; c.want_dg = c.want_db = 0; c.inplace = 2; break;
+            case 16: c.accumulate = 1; c.want_dx = 0; c.pstride = 1; break;
+            case 17: c.form = NBWD_STATS_XHAT_STD; c.inplace = 2; c.sstride = 1; break;
+            case 18: c.dims[0] = 0; break;                      /* empty batch: zeros */
+            case 19: c.dims[0] = 0; c.accumulate = 1; break;    /* empty batch: unchanged */
+            case 20: c.dims[2] = 0; c.pstride = 1; break;       /* no positions: zeros */
+            default: c.groups = 4; c.dims[layout == NBWD_NCX ? 1 : 3] = 0; break; /* no channels */
+            }
+            gn_run(c);
+        }
+    { /* strides and load paths change no bit */
+        GnCase c;
+        memset(&c, 0, sizeof c);
+        c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+        c.rank = 4; c.layout = NBWD_NCX; c.groups = 4; c.dims[0] = 2; c.dims[1] = 16; c.dims[2] = 9; c.dims[3] = 16;
+        c.dt = NBWD_BF16; c.sdt = c.pdt = NBWD_F32; c.form = 0;
+        gn_layouts_same_bits(c);
+        c.layout = NBWD_NXC; c.dims[1] = 9; c.dims[3] = 16; c.dt = NBWD_F32; c.form = NBWD_STATS_DST_RSTD;
+        gn_layouts_same_bits(c);
+        c.rank = 3; c.layout = NBWD_NCX; c.groups = 2; c.dims[1] = 4; c.dims[2] = 20000; c.dims[3] = 0;
+        c.dt = c.sdt = c.pdt = NBWD_F16; c.form = NBWD_STATS_MEAN_RSTD;
+        gn_layouts_same_bits(c);
+        c.layout = NBWD_NXC; c.groups = 8; c.dims[1] = 300; c.dims[2] = 40; c.dt = NBWD_BF16; c.sdt = c.pdt = NBWD_BF16;
+        c.form = NBWD_STATS_XHAT_STD;
+        gn_layouts_same_bits(c);
+    }
+    for (int layout = 0; layout < 2; ++layout)
+        for (int di = 0; di < 2; ++di) {
+            gn_nan_isolation(layout, dtype_sets[di][0], NBWD_STATS_MEAN_VARIANCE);
+            gn_nan_isolation(layout, dtype_sets[di][0], NBWD_STATS_DST_RSTD);
+        }
+}
+
 int main(void) {
     int count = 0;
     nbwd_status s = nbwd_gpu_device_count(&count);
@@ -1321,6 +1775,7 @@ int main(void) {
         nbwdt_status_cases(cpu, dev, NBWD_OK);
         cudaFree(dev);
         gpu_tests();
+        gn_tests();
     }
     free(cpu);
     printf("%d passed, %d failed\n", passed, failed);

@@ -36,6 +36,16 @@ int main(void) {
         check(nbwd_gpu_batch_norm_bwd_apply(NULL, NULL, sums[0], sums[1], 8, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER,
               "GPU two-phase apply");
     }
+    { /* GroupNorm links from C: the size query, the CPU's validation */
+        nbwd_group_norm_bwd_desc g;
+        int64_t gd[3] = {2, 4, 3};
+        size_t gneed = 0;
+        nbwd_group_norm_bwd_desc_init(&g, 3, gd, NBWD_NCX, 2, 1e-5f);
+        check(nbwd_gpu_group_norm_bwd_workspace_size(&g, &gneed) == NBWD_OK && gneed > 0, "GPU GroupNorm workspace query");
+        check(nbwd_gpu_group_norm_bwd(&g, NULL, NULL, 0, NULL) == NBWD_ERR_NULL_POINTER, "GPU GroupNorm validation");
+        g.groups = 3;
+        check(nbwd_gpu_group_norm_bwd(&g, NULL, NULL, 0, NULL) == NBWD_ERR_BAD_PARAM, "GPU GroupNorm validation order");
+    }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
