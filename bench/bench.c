@@ -1,5 +1,7 @@
-/* bench/bench.c - norm_bwd benchmark: LayerNorm and BatchNorm backward
-   against a bandwidth ceiling measured in the same run, and against oneDNN.
+/* bench/bench.c - norm_bwd benchmark: LayerNorm, BatchNorm and GroupNorm
+   backward against a bandwidth ceiling measured in the same run, and against
+   oneDNN (GroupNorm: none in oneDNN 2.6; PyTorch is its peer, timed by
+   bench/torch_peer.py after the table).
 
    Build (bench.mk does this):  cc -std=c99 -O2 -fopenmp -I. bench/bench.c
    bench/onednn.c [-DNBWD_BENCH_ONEDNN -ldnnl] -lm
@@ -20,6 +22,8 @@
                          variance) + 3*N*4 (gamma read; dgamma, dbeta written)
      BatchNorm [C chans, M = N*spatial]: 3*M*C*esz + 5*C*4 (mean, variance,
                          gamma, dgamma, dbeta)
+     GroupNorm [N, C, spatial S, G groups]: 3*N*C*S*esz + 2*N*G*4 (mean,
+                         variance) + 3*C*4 (gamma, dgamma, dbeta)
    esz = 4 for f32, 2 for bf16/f16. Statistics and parameters are f32.
 
    Ceilings: c[i] = a[i] + b[i] over float arrays (read two, write one),
@@ -288,7 +292,7 @@ static double ceiling_for(const ceilings *cl, int cls, int T, int regular_only) 
 }
 
 /* ------------------------------------------------------------- problems */
-enum { OP_LN = 0, OP_BN = 1 };
+enum { OP_LN = 0, OP_BN = 1, OP_GN = 2 };
 enum { LAY_ROW = 0, LAY_NCX = 1, LAY_NXC = 2, LAY_NC = 3 };
 static const char *layout_name[] = {"row", "NCX", "NXC", "NC"};
 
@@ -298,14 +302,17 @@ typedef struct problem {
     int rms;    /* RMSNorm ("rms:"): a LayerNorm row without a mean */
     int res;    /* "ln-res:", "rms-res:": a residual gradient added to diff_src (the peer: norm, then an add) */
     int relu;   /* BatchNorm "-relu" (NBWD_FUSE_RELU) 1, "-addrelu" (NBWD_FUSE_ADD_RELU) 2 */
-    int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN: [N, C, spatial...] (logical NCX order) */
+    int64_t groups; /* GroupNorm: G (G = C: InstanceNorm, row label IN) */
+    int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN, GN: [N, C, spatial...] (logical NCX order) */
     char shape[48];
 } problem;
 
 /* BNf: BatchNorm with frozen (global) statistics; BNr, BNar: with the
-   fused ReLU, the fused add + ReLU */
+   fused ReLU, the fused add + ReLU; GN: GroupNorm, IN: InstanceNorm (GN with
+   groups = C) */
 #define OP_LABEL(p)                                                                                    \
     ((p)->op == OP_LN ? ((p)->rms ? ((p)->res ? "RMS+res" : "RMS") : (p)->res ? "LN+res" : "LN") \
+     : (p)->op == OP_GN ? ((p)->groups == (p)->dims[1] ? "IN" : "GN")                            \
      : (p)->frozen    ? "BNf"                                                                   \
      : (p)->relu      ? ((p)->relu == 2 ? "BNar" : "BNr")                                       \
                       : "BN")
@@ -318,14 +325,19 @@ static int64_t prob_elems(const problem *p) {
     for (d = 0; d < p->rank; ++d) e *= p->dims[d];
     return e;
 }
-/* Sets (rows of LayerNorm, channels of BatchNorm) and their size. */
-static int64_t prob_sets(const problem *p) { return p->op == OP_LN ? p->dims[0] : p->dims[1]; }
-static int64_t prob_params(const problem *p) { return p->op == OP_LN ? p->dims[1] : p->dims[1]; }
+/* Sets (rows of LayerNorm, channels of BatchNorm, (sample, group) pairs of
+   GroupNorm) and the parameters' length. */
+static int64_t prob_sets(const problem *p) {
+    return p->op == OP_LN ? p->dims[0] : p->op == OP_GN ? p->dims[0] * p->groups : p->dims[1];
+}
+static int64_t prob_params(const problem *p) { return p->dims[1]; }
 static double prob_bytes(const problem *p) {
     double e = (double)prob_elems(p), esz = (double)dt_size(p->dt);
     if (p->op == OP_LN) /* x, dy, dx (and the residual); mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
         return (p->res ? 4.0 : 3.0) * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] +
                3.0 * 4.0 * (double)p->dims[1];
+    if (p->op == OP_GN) /* x, dy, dx; mean, variance [N, G]; gamma, dgamma, dbeta [C] */
+        return 3.0 * e * esz + 2.0 * 4.0 * (double)prob_sets(p) + 3.0 * 4.0 * (double)p->dims[1];
     /* BatchNorm: x, dy, dx; the ReLU's dst (and diff_src_add); mean, variance, gamma, dgamma, dbeta */
     return (3.0 + (p->relu ? 1.0 : 0.0) + (p->relu == 2 ? 1.0 : 0.0)) * e * esz + 5.0 * 4.0 * (double)p->dims[1];
 }
@@ -334,7 +346,9 @@ static double prob_bytes(const problem *p) {
    BatchNorm always given in N, C, spatial order); a BatchNorm kind ending in
    "-frozen" (bn-ncx-frozen:...) takes the statistics as constants, "-relu" and
    "-addrelu" fuse a ReLU's (after an add's) backward;
-   "ln-res:", "rms-res:" add a residual gradient to diff_src. */
+   "ln-res:", "rms-res:" add a residual gradient to diff_src;
+   "gn-ncx:NxCxHxW/G", "gn-nxc:NxCxHxW/G": GroupNorm with G groups (dims in
+   N, C, spatial order; G = C: InstanceNorm). */
 static int parse_problem(const char *spec, int dt, problem *p) {
     const char *s = spec, *colon = strchr(spec, ':');
     char kind[16] = "ln";
@@ -364,7 +378,12 @@ static int parse_problem(const char *spec, int dt, problem *p) {
         p->dims[d++] = v;
         s = end;
         if (*s == 'x' || *s == 'X') ++s;
-        else if (*s) return 0;
+        else if (*s == '/' && strncmp(kind, "gn", 2) == 0) { /* GroupNorm's groups, last */
+            v = strtoll(s + 1, &end, 10);
+            if (end == s + 1 || v <= 0 || *end) return 0;
+            p->groups = v;
+            s = end;
+        } else if (*s) return 0;
     }
     p->rank = d;
     p->dt = dt;
@@ -388,13 +407,20 @@ static int parse_problem(const char *spec, int dt, problem *p) {
         p->op = OP_BN;
         if (d < 2 || d > 5) return 0;
         p->layout = d == 2 ? LAY_NC : strcmp(kind, "bn-nxc") == 0 ? LAY_NXC : LAY_NCX;
+    } else if (strcmp(kind, "gn-ncx") == 0 || strcmp(kind, "gn-nxc") == 0) {
+        p->op = OP_GN;
+        if (d < 2 || d > 5 || p->groups < 1 || p->dims[1] % p->groups != 0) return 0;
+        p->layout = strcmp(kind, "gn-nxc") == 0 ? LAY_NXC : LAY_NCX;
     } else {
         return 0;
     }
+    if (p->op != OP_GN && p->groups) return 0;
     {
         int i, n = 0;
         for (i = 0; i < p->rank; ++i)
             n += snprintf(p->shape + n, sizeof p->shape - (size_t)n, i ? "x%lld" : "%lld", (long long)p->dims[i]);
+        if (p->op == OP_GN && p->groups != p->dims[1]) /* InstanceNorm's label says G = C */
+            snprintf(p->shape + n, sizeof p->shape - (size_t)n, "/%lld", (long long)p->groups);
     }
     return 1;
 }
@@ -420,8 +446,18 @@ static void prob_abk(const problem *p, int64_t *A, int64_t *B, int64_t *K) {
     else if (p->layout == LAY_NCX) { *A = p->dims[0]; *B = p->dims[1]; *K = S; }
     else { *A = p->dims[0] * S; *B = 1; *K = p->dims[1]; }
 }
-/* Set and param index of element (a, b, k). */
-#define SET_OF(p, a, b, k) ((p)->op == OP_LN ? (a) : (p)->layout == LAY_NCX ? (b) : (k))
+/* Set and param index of element (a, b, k); GroupNorm's set n * G + g,
+   g = c / (C / G), its sample n = a (NCX) or a / S (NXC). */
+static int64_t set_of(const problem *p, int64_t a, int64_t b, int64_t k) {
+    if (p->op == OP_GN) {
+        int64_t S = 1, cg = p->dims[1] / p->groups;
+        int d;
+        for (d = 2; d < p->rank; ++d) S *= p->dims[d];
+        return p->layout == LAY_NCX ? a * p->groups + b / cg : (a / S) * p->groups + k / cg;
+    }
+    return p->op == OP_LN ? a : p->layout == LAY_NCX ? b : k;
+}
+#define SET_OF(p, a, b, k) set_of(p, a, b, k)
 #define PAR_OF(p, a, b, k) ((p)->op == OP_LN ? (k) : (p)->layout == LAY_NCX ? (b) : (k))
 
 static float ld(const void *buf, int64_t i, int dt) {
@@ -633,7 +669,7 @@ typedef struct libcall {
     nbwd_isa isa;
     int caller_ws;
     int unfused; /* res rows' peer: the norm into dx2 (no residual), then dx2 += res in a pass of its own */
-    union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; } desc;
+    union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; nbwd_group_norm_bwd_desc gn; } desc;
 } libcall;
 
 static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int caller_ws) {
@@ -657,16 +693,25 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
         } else {
             for (d = 0; d < p->rank; ++d) dims[d] = p->dims[d];
         }
-        nbwd_batch_norm_bwd_desc_init(&L->desc.bn, p->rank, dims, p->layout == LAY_NCX ? NBWD_NCX : NBWD_NXC, 1e-5f);
-        L->desc.bn.data_dtype = (nbwd_dtype)p->dt;
-        L->desc.bn.isa = isa;
-        if (p->frozen) L->desc.bn.flags = NBWD_USE_GLOBAL_STATS;
-        if (p->relu) L->desc.bn.flags = p->relu == 2 ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+        if (p->op == OP_GN) {
+            nbwd_group_norm_bwd_desc_init(&L->desc.gn, p->rank, dims, p->layout == LAY_NCX ? NBWD_NCX : NBWD_NXC,
+                                          p->groups, 1e-5f);
+            L->desc.gn.data_dtype = (nbwd_dtype)p->dt;
+            L->desc.gn.isa = isa;
+        } else {
+            nbwd_batch_norm_bwd_desc_init(&L->desc.bn, p->rank, dims, p->layout == LAY_NCX ? NBWD_NCX : NBWD_NXC,
+                                          1e-5f);
+            L->desc.bn.data_dtype = (nbwd_dtype)p->dt;
+            L->desc.bn.isa = isa;
+            if (p->frozen) L->desc.bn.flags = NBWD_USE_GLOBAL_STATS;
+            if (p->relu) L->desc.bn.flags = p->relu == 2 ? NBWD_FUSE_ADD_RELU : NBWD_FUSE_RELU;
+        }
     }
     if (caller_ws) {
         size_t bytes = 0;
         if (p->op == OP_LN && p->rms) nbwd_rms_norm_bwd_workspace_size(&L->desc.ln, &bytes);
         else if (p->op == OP_LN) nbwd_layer_norm_bwd_workspace_size(&L->desc.ln, &bytes);
+        else if (p->op == OP_GN) nbwd_group_norm_bwd_workspace_size(&L->desc.gn, &bytes);
         else nbwd_batch_norm_bwd_workspace_size(&L->desc.bn, &bytes);
         free(D->ws);
         D->ws = (float *)xalloc(bytes);
@@ -721,6 +766,12 @@ static nbwd_status lib_run(libcall *L) {
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
         a.beta = D->beta; a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db; a.diff_residual = res;
         s = nbwd_layer_norm_bwd(&L->desc.ln, &a, ws, wsb);
+    } else if (L->p->op == OP_GN) {
+        nbwd_group_norm_bwd_args a;
+        memset(&a, 0, sizeof a);
+        a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
+        a.diff_src = D->dx; a.diff_gamma = D->dg; a.diff_beta = D->db;
+        return nbwd_group_norm_bwd(&L->desc.gn, &a, ws, wsb);
     } else {
         nbwd_batch_norm_bwd_args a;
         memset(&a, 0, sizeof a);
@@ -896,7 +947,9 @@ static const char *default_shapes =
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
     "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
     "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024,"
-    "bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-nxc-addrelu:32x64x56x56";
+    "bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-nxc-addrelu:32x64x56x56,"
+    "gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32,gn-nxc:16x128x128x128/32,"
+    "gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64";
 
 static void usage(void) {
     printf("usage: nbwd_bench [options]\n"
@@ -907,7 +960,10 @@ static void usage(void) {
            "                  rms:RxN: RMSNorm (row label RMS)\n"
            "                  ln-res:RxN, rms-res:RxN: with a residual gradient added to diff_src (row label\n"
            "                  LN+res, RMS+res; the peer columns: the call without it, then a separate add)\n"
-           "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm and RMSNorm f32+bf16, BatchNorm f32)\n"
+           "                  gn-ncx:NxCxHxW/G, gn-nxc:NxCxHxW/G: GroupNorm, G groups dividing C (row label GN;\n"
+           "                  IN, InstanceNorm, when G = C); no oneDNN peer (bench/torch_peer.py times PyTorch's)\n"
+           "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm, RMSNorm and GroupNorm f32+bf16,\n"
+           "                  BatchNorm f32)\n"
            "  --threads LIST  thread counts (default: 1 and all = %d)\n"
            "  --isa NAME      force the library path (scalar, sse, avx2, avx512, avx512_bf16, neon, neon_bf16) via desc.isa\n"
            "  --reps N        timed runs per variant (default: adaptive, >= 15)\n"
@@ -1068,7 +1124,7 @@ int main(int argc, char **argv) {
                 }
             } else {
                 dts[ndt++] = NBWD_F32;
-                if (p.op == OP_LN) dts[ndt++] = NBWD_BF16;
+                if (p.op == OP_LN || p.op == OP_GN) dts[ndt++] = NBWD_BF16;
             }
             for (k = 0; k < ndt && nprob < MAX_PROBLEMS; ++k) { probs[nprob] = p; probs[nprob].dt = dts[k]; ++nprob; }
         }
@@ -1208,6 +1264,7 @@ int main(int argc, char **argv) {
                 int bf = p->dt == NBWD_BF16;
                 if (p->dt == NBWD_F16) snprintf(why, sizeof why, "f16 not benchmarked against oneDNN");
                 else if (p->rms) snprintf(why, sizeof why, "no RMSNorm before oneDNN 3.9");
+                else if (p->op == OP_GN) snprintf(why, sizeof why, "no GroupNorm in oneDNN 2.x");
                 else if (p->op == OP_LN) h = bench_dnnl_ln_create(p->dims[0], p->dims[1], bf, 1e-5f, why, sizeof why);
                 else {
                     h = bench_dnnl_bn_create(p->rank, p->dims, p->layout == LAY_NXC, bf, p->frozen, p->relu, 1e-5f,
@@ -1310,7 +1367,8 @@ int main(int argc, char **argv) {
                "  thread counts <= its own (and for DRAM over both store kinds).\n",
                cl.l2_bytes / 1024.0, cl.l3_bytes / 1048576.0, 2.0 * cl.l2_bytes / 1024.0, 0.75 * cl.l3_bytes / 1048576.0);
     }
-    printf("bytes: LN 3*R*N*esz + 8*R + 12*N; BN 3*N*C*S*esz + 20*C (esz 4 f32, 2 bf16/f16; stats, params f32)\n");
+    printf("bytes: LN 3*R*N*esz + 8*R + 12*N; BN 3*N*C*S*esz + 20*C; GN 3*N*C*S*esz + 8*N*G + 12*C\n"
+           "(esz 4 f32, 2 bf16/f16; stats, params f32)\n");
     printf("time: one full call (validation, dispatch, workspace %s, threads), median of reps after warm-up;\n"
            "check: rel. L2 error vs float64 reference (worst of dx, dgamma, dbeta) before timing; det: outputs\n"
            "bitwise equal to the first thread count's; dnnl_ms '!': oneDNN's result failed the same check.\n"
