@@ -795,6 +795,16 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
+/* Validation, planning and the GroupNorm driver: bookkeeping whose speed
+   never shows next to the kernels', compiled at -O1 by gcc, a good part of
+   the implementation file's compile time less (make compile-cost). */
+#if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__)
+#define NBWD__PLAN_CODE_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"O1\", \"fp-contract=off\")")
+#define NBWD__PLAN_CODE_END _Pragma("GCC pop_options")
+#else
+#define NBWD__PLAN_CODE_BEGIN
+#define NBWD__PLAN_CODE_END
+#endif
 
 #if defined(NORM_BWD_MALLOC) && defined(NORM_BWD_FREE)
 #elif !defined(NORM_BWD_MALLOC) && !defined(NORM_BWD_FREE)
@@ -1508,6 +1518,7 @@ static int nbwd__mul_ok(int64_t a, int64_t b, int64_t *out) { /* a, b >= 0 */
     return 1;
 }
 
+NBWD__PLAN_CODE_BEGIN
 static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
 static const char *nbwd__dtype_name(int dt) {
     return dt == NBWD_F32 ? "f32" : dt == NBWD_F16 ? "f16" : dt == NBWD_BF16 ? "bf16" : "?";
@@ -1769,6 +1780,7 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const c
     return NBWD_OK;
 }
 
+NBWD__PLAN_CODE_END
 /* Fixed row blocking of a column reduction (diff_gamma/diff_beta, BatchNorm
    NXC): a function of the shape alone, so sums never depend on threads. */
 static void nbwd__row_blocking(int64_t rows, int64_t cols, int64_t *rows_per_block, int64_t *nblocks) {
@@ -1921,6 +1933,7 @@ static const char *nbwd__spread_name(int form, int rms) {
                                             : "rstd";
 }
 
+NBWD__PLAN_CODE_BEGIN
 /* The pieces common to the operations' pointer checks (rms: RMSNorm, which
    has no mean and calls its variance mean_square). */
 static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
@@ -1959,6 +1972,7 @@ static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, co
     return NBWD_OK;
 }
 
+NBWD__PLAN_CODE_END
 /* need: the queried size, which a caller's workspace must have; own_need:
    what this call uses (<= need), all that is allocated when workspace is NULL. */
 static nbwd_status nbwd__get_workspace(size_t need, size_t own_need, void *workspace, size_t workspace_bytes,
@@ -2099,6 +2113,7 @@ NBWD_API void nbwd_rms_norm_bwd_desc_init(nbwd_rms_norm_bwd_desc *desc, int rank
     if (desc) desc->init_stamp = NBWD__RMS_STAMP;
 }
 
+NBWD__PLAN_CODE_BEGIN
 /* rms: RMSNorm (its own stamp; the plan is LayerNorm's with mean 0) */
 static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
     nbwd_status s;
@@ -2273,6 +2288,7 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     return nbwd__check_alias(10, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
+NBWD__PLAN_CODE_END
 /* Rows that do not go to the kernels as they are: with a residual gradient,
    or in the DST_RSTD form with affine. A few at a time they go through the
    slot in f32: xhat made from dst (or x, widened from 16-bit data), dy
@@ -2626,6 +2642,7 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
     desc->init_stamp = NBWD__BN_STAMP;
 }
 
+NBWD__PLAN_CODE_BEGIN
 /* Does tensor t (x, dy, dx, dst, diff_src_add) reach the kernels, and
    with it their stride rules? */
 static int nbwd__bn_kernel_tensor(int relu, int t) {
@@ -2822,6 +2839,7 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     return nbwd__check_alias(NBWD__MAX_SPANS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
+NBWD__PLAN_CODE_END
 /* Channel c's sums are complete (partials[0..1]): coefficients and params.
    Global statistics: dx = dy * scale, through the training formula with
    mean_g = mean_gx = 0 and xhat's scale 0, so that x takes no part (short of
@@ -3370,6 +3388,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
     return nbwd__bn_entry("nbwd_batch_norm_bwd_apply", desc, args, workspace, workspace_bytes, &sums);
 }
 
+NBWD__PLAN_CODE_BEGIN
 /* ------------------------------------------------------------ GroupNorm */
 /* A set is one sample's group: Cg = C / groups channels by S spatial
    positions. The BatchNorm kernels do the work, with per-(sample, channel)
@@ -3935,6 +3954,8 @@ NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, c
     }
     return s;
 }
+
+NBWD__PLAN_CODE_END
 
 #if defined(NBWD__GCC_NO_CONTRACT)
 #pragma GCC pop_options
