@@ -1556,7 +1556,7 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     return NBWD_OK;
 }
 
-/* batch_norm: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
+/* op: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
    GroupNorm, 0 LayerNorm and RMSNorm */
 static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
     const int batch_norm = op == 1;
@@ -3396,7 +3396,9 @@ NBWD__PLAN_CODE_BEGIN
    sum dy and sum dy * xhat (NCX: the plane kernels; NXC: the row kernels'
    column sums over one sample's rows); the set's sums are sum_c gamma[c] *
    those, diff_gamma/diff_beta[c] their sums over n; pass 2 writes dx =
-   rstd * (dy * gamma[c] - (mean_g + xhat * mean_gx)), the kernels' gain.
+   rstd * (dy * gamma[c] - (mean_g + xhat * mean_gx)) with gamma folded
+   into the coefficients (nbwd__gn_fold), or where that cannot be done
+   through the row kernel's gain.
    Every partial sum is cut by the shape alone (planes in pieces of
    NBWD__BN_CHUNK_ELEMS, NXC rows in fixed blocks) and added in a fixed
    order, so no bit depends on the thread count. */
