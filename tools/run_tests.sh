@@ -20,6 +20,7 @@ B=${BUILD:-build}
 LOG=$B/test-logs
 mkdir -p "$LOG"
 PASS=0 FAIL=0 RUNS=0 BROKEN=0
+rm -f "$LOG/failed-runs"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 run() { # label command...
@@ -36,6 +37,7 @@ run() { # label command...
             return
         fi
         echo "--- $label: FAILED to run (exit $rc, no result line; log $log)"
+        echo "$label: no result line (exit $rc)" >> "$LOG/failed-runs"
         tail -n 20 "$log"
         BROKEN=$((BROKEN + 1)); FAIL=$((FAIL + 1))
         return
@@ -43,6 +45,7 @@ run() { # label command...
     if [ "$last" = "0 passed, 0 failed" ] && [ $rc -eq 0 ] && grep -q 'skipped' "$log"; then
         if [ "${MUST_RUN:-0}" = 1 ]; then # the path exists here for sure: a skip is a detection bug
             echo "--- $label: FAILED: skipped, but this CPU has the path ($(grep -m1 'skipped' "$log"))"
+            echo "$label: skipped, but this CPU has the path" >> "$LOG/failed-runs"
             FAIL=$((FAIL + 1)); return
         fi
         echo "--- $label: skipped ($(grep -m1 'skipped' "$log"))"
@@ -53,7 +56,8 @@ run() { # label command...
     PASS=$((PASS + p)); FAIL=$((FAIL + f)); RUNS=$((RUNS + 1))
     if [ "$f" -ne 0 ] || [ $rc -ne 0 ]; then
         echo "--- $label: $p passed, $f failed, exit $rc (${secs}s; log $log)"
-        grep -E 'FAIL' "$log" | head -n 30
+        grep -E 'FAIL|OVER BUDGET' "$log" | head -n 30
+        { echo "$label: $f failed, exit $rc"; grep -E 'FAIL|OVER BUDGET' "$log" | head -n 3; } >> "$LOG/failed-runs"
         [ "$f" -eq 0 ] && FAIL=$((FAIL + 1))
     else
         echo "--- $label: $p passed (${secs}s)"
@@ -75,6 +79,7 @@ must_skip() { # label command...
     else
         echo "--- $label: FAILED: must skip, but it ran (${last:-no result line}, exit $rc; log $log)"
         tail -n 5 "$log"
+        echo "$label: must skip, but it ran" >> "$LOG/failed-runs"
         FAIL=$((FAIL + 1))
     fi
 }
@@ -196,5 +201,8 @@ case "${1:-all}" in
     *) echo "usage: $0 native|quick|emulated|neon|packaging|mpi|all"; exit 2 ;;
 esac
 echo "$RUNS test runs, $BROKEN that printed no result"
+# The failures again, right above the last line: a CI log that keeps only its
+# tail still says which runs failed and how.
+if [ -s "$LOG/failed-runs" ]; then echo "failed runs:"; sed 's/^/  /' "$LOG/failed-runs"; fi
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
