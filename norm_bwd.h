@@ -203,7 +203,8 @@
        nbwd_status nbwd_group_norm_bwd(desc, args, workspace, workspace_bytes)
      layout NBWD_NCX (dims = [N, C, spatial...]) or NBWD_NXC ([N,
      spatial..., C]); rank >= 2. The channels fall into groups of C / groups
-     consecutive channels (groups >= 1 must divide C: NBWD_ERR_BAD_PARAM
+     consecutive channels (groups >= 1 must divide C, and N x groups stay
+     within the element limit even where C = 0: NBWD_ERR_BAD_PARAM
      otherwise); a set is one sample's group, K = C / groups * spatial
      elements, normalized together: xhat = (x - mean) * rstd, g = dy *
      gamma[c], diff_src = rstd * (g - mean(g) - xhat * mean(g * xhat)) over
@@ -1616,7 +1617,7 @@ static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, i
     int d;
     for (d = rank - 1; d >= 0; --d) {
         out[d] = given ? given[d] : s;
-        s *= dims[d] > 0 ? dims[d] : 1;
+        if (d > 0) s *= dims[d] > 0 ? dims[d] : 1; /* (the whole product is not needed: it may not fit) */
     }
 }
 
@@ -3477,6 +3478,9 @@ static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__g
     if (p->G < 1 || (p->C > 0 && p->C % p->G != 0))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.groups = %lld: it must be >= 1 and divide C = %lld",
                           (long long)p->G, (long long)p->C);
+    if (p->N > 0 && !nbwd__mul_ok(p->N, p->G, &lo)) /* an empty C allows any groups: [N, groups] must still fit */
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.groups = %lld: the statistics' N x groups exceeds INT64_MAX / 16",
+                          (long long)p->G);
     p->Cg = p->C / p->G;
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->K = p->Cg * p->S;
@@ -3647,15 +3651,20 @@ static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
 /* gamma folded into the coefficients of (n, c) at `at`, so that the
    kernels take g = dy: rstd * (gamma dy - (mg + xhat mgx)) = (dy - (mg /
    gamma + xhat * mgx / gamma)) * (rstd * gamma), rounding as the terms'
-   size. A gamma that is 0, subnormal or not finite, or whose quotients
-   overflow (from finite sums: a NaN or infinite set stays one), cannot be
-   folded (0 returned): that (n, c) keeps g = dy * gamma, the row kernel's
-   gain. write: fold, else only check. */
+   size. The folded terms are the unfolded ones divided by rstd * gamma,
+   so they overflow only where |dx| > FLT_MAX * |rstd * gamma|: with
+   |rstd * gamma| >= 2^-24 (a normal number, so no bits lost) that is
+   within 2^24 of overflow. A gamma that is 0, subnormal or not finite,
+   quotients that overflow (from finite sums: a NaN or infinite set stays
+   one), or a smaller |rstd * gamma| (rstd = 0 included) cannot be folded
+   (0 returned): that (n, c) keeps g = dy * gamma, the row kernel's gain.
+   write: fold, else only check. */
 static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
     float mg = r->mg[at], mgx = r->mgx[at], rstd = r->scale[at];
-    float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge;
+    float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge, afs = fs < 0.0f ? -fs : fs;
     if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || !nbwd__finite(mg)) &&
-          (nbwd__finite(fmx) || !nbwd__finite(mgx)) && (nbwd__finite(fs) || !nbwd__finite(rstd))))
+          (nbwd__finite(fmx) || !nbwd__finite(mgx)) &&
+          ((afs >= 5.96046448e-8f && afs <= 3.40282347e38f) || !nbwd__finite(rstd))))
         return 0;
     if (write) {
         r->mg[at] = fm;

@@ -5,14 +5,21 @@
                 (x, dy, mean, variance) or one BatchNorm channel (x, dy, mean,
                 variance, gamma) changes only that row's/channel's diff_src
                 and the diff_gamma/diff_beta entries it feeds; every other
-                output bit equals the clean run. BatchNorm's fused ReLU: a
+                output bit equals the clean run. GroupNorm/InstanceNorm: one
+                in x, dy, mean or variance changes only its (sample, group)
+                set's diff_src and its channels' diff_gamma/diff_beta, one in
+                gamma[c] only the sets of c's group; range extremes (huge,
+                tiny and subnormal dy, gamma, variance) give finite outputs
+                close to a float64 recomputation. BatchNorm's fused ReLU: a
                 non-finite dy where dst <= 0 changes nothing, where dst > 0
                 only its channel (and its own diff_src_add element); a NaN
                 dst clips its element. On every path this build can
                 run (scalar, sse, avx2, avx512, neon; emulated ones included).
      overflow   shapes whose element count overflows, strides whose extent
-                overflows, impossible workspaces: an error status, no crash
-                (each case in a forked child), no output byte written.
+                overflows, impossible workspaces (GroupNorm also: hostile
+                groups, flags, epsilon, non-dense blocks, self-overlapping
+                outputs, aliases): an error status, no crash (each case in a
+                forked child), no output byte written.
      threads    pthreads: racing first calls into the dispatcher, then
                 concurrent calls on different data == serial bits (run this
                 under ThreadSanitizer, built without -fopenmp).
@@ -498,10 +505,243 @@ static void nan_batch_norm_relu(int isa, nbwd_dtype dt, int rank, const int64_t 
     bn_free(&c);
 }
 
+/* GroupNorm / InstanceNorm: a set is one sample's group of C / groups
+   channels. A non-finite value in x or dy (element e of set (n0, g0)), in
+   mean or variance (set (n0, g0)) changes only that set's diff_src and the
+   diff_gamma/diff_beta entries of the channels it feeds (x, dy: e's
+   channel; mean, variance: the group's channels, diff_gamma only); one in
+   gamma[c0] every set of c0's group (all samples: g = dy * gamma) and no
+   parameter gradient. Every other output bit equals the clean run's. */
+typedef struct gn_case {
+    int rank;
+    int64_t dims[5];
+    nbwd_layout layout;
+    nbwd_dtype dt;
+    nbwd_stats_form form; /* MEAN_VARIANCE or MEAN_RSTD (var holds rstd) */
+    int64_t N, C, G, Cg, S, total;
+    void *x, *dy, *dx;
+    float *mean, *var, *gamma, *dg, *db;
+} gn_case;
+
+static void gn_alloc(gn_case *c, int rank, const int64_t *dims, nbwd_layout layout, int64_t groups, nbwd_dtype dt,
+                     uint64_t seed) {
+    int64_t i;
+    int d;
+    c->rank = rank; c->layout = layout; c->dt = dt; c->form = NBWD_STATS_MEAN_VARIANCE;
+    c->total = 1;
+    for (d = 0; d < rank; ++d) { c->dims[d] = dims[d]; c->total *= dims[d]; }
+    c->N = dims[0];
+    c->C = layout == NBWD_NXC ? dims[rank - 1] : dims[1];
+    c->G = groups;
+    c->Cg = c->C / groups;
+    c->S = c->total / (c->N * c->C);
+    c->x = xmalloc((size_t)c->total * esz(dt)); c->dy = xmalloc((size_t)c->total * esz(dt));
+    c->dx = xmalloc((size_t)c->total * esz(dt));
+    c->mean = (float *)xmalloc((size_t)(c->N * groups) * 4); c->var = (float *)xmalloc((size_t)(c->N * groups) * 4);
+    c->gamma = (float *)xmalloc((size_t)c->C * 4);
+    c->dg = (float *)xmalloc((size_t)c->C * 4); c->db = (float *)xmalloc((size_t)c->C * 4);
+    for (i = 0; i < c->total; ++i) { put(c->x, i, dt, rng_f(&seed, -2, 2)); put(c->dy, i, dt, rng_f(&seed, -1, 1)); }
+    for (i = 0; i < c->N * groups; ++i) { c->mean[i] = rng_f(&seed, -0.5f, 0.5f); c->var[i] = rng_f(&seed, 0.5f, 2); }
+    for (i = 0; i < c->C; ++i) c->gamma[i] = rng_f(&seed, 0.5f, 1.5f);
+}
+static void gn_free(gn_case *c) {
+    free(c->x); free(c->dy); free(c->dx); free(c->mean); free(c->var); free(c->gamma); free(c->dg); free(c->db);
+}
+/* Dense element index of (n, ch, s), and the set of element i. */
+static int64_t gn_index(const gn_case *c, int64_t n, int64_t ch, int64_t s) {
+    return c->layout == NBWD_NXC ? (n * c->S + s) * c->C + ch : (n * c->C + ch) * c->S + s;
+}
+static int64_t gn_set_of(const gn_case *c, int64_t i) {
+    int64_t n = i / (c->S * c->C), ch = c->layout == NBWD_NXC ? i % c->C : (i / c->S) % c->C;
+    return n * c->G + ch / c->Cg;
+}
+static nbwd_status gn_run(const gn_case *c, int isa, int num_threads) {
+    nbwd_group_norm_bwd_desc d;
+    nbwd_group_norm_bwd_args a;
+    nbwd_group_norm_bwd_desc_init(&d, c->rank, c->dims, c->layout, c->G, 1e-5f);
+    d.data_dtype = c->dt;
+    d.stats_form = c->form;
+    d.isa = (nbwd_isa)isa;
+    d.num_threads = num_threads;
+    memset(&a, 0, sizeof a);
+    a.src = c->x; a.diff_dst = c->dy; a.mean = c->mean; a.gamma = c->gamma;
+    if (c->form == NBWD_STATS_MEAN_RSTD) a.rstd = c->var;
+    else a.variance = c->var;
+    a.diff_src = c->dx; a.diff_gamma = c->dg; a.diff_beta = c->db;
+    return nbwd_group_norm_bwd(&d, &a, NULL, 0);
+}
+
+static void nan_group_norm(int isa, nbwd_dtype dt, int rank, const int64_t *dims, nbwd_layout layout, int64_t groups,
+                           nbwd_stats_form form) {
+    static const float vals[3] = {NAN, INFINITY, -INFINITY};
+    gn_case c;
+    int64_t n0, g0, c0, e, set0, i, k;
+    size_t bytes;
+    unsigned char *dx0;
+    float *dg0, *db0;
+    int at, v;
+    char what[160];
+    gn_alloc(&c, rank, dims, layout, groups, dt, 313 + (uint64_t)dims[1] * 17 + (uint64_t)groups);
+    c.form = form;
+    if (form == NBWD_STATS_MEAN_RSTD)
+        for (i = 0; i < c.N * c.G; ++i) c.var[i] = 1.0f / sqrtf(c.var[i] + 1e-5f);
+    n0 = c.N - 1;
+    g0 = c.G / 2;
+    c0 = g0 * c.Cg + c.Cg - 1; /* the group's last channel, its last element: SIMD tails */
+    e = gn_index(&c, n0, c0, c.S - 1);
+    set0 = n0 * c.G + g0;
+    bytes = (size_t)c.total * esz(dt);
+    dx0 = (unsigned char *)xmalloc(bytes);
+    dg0 = (float *)xmalloc((size_t)c.C * 4); db0 = (float *)xmalloc((size_t)c.C * 4);
+    snprintf(what, sizeof what, "nan GN %s %s %s rank %d C %lld groups %lld%s", nbwd_isa_name((nbwd_isa)isa),
+             dt_name(dt), layout == NBWD_NXC ? "nxc" : "ncx", rank, (long long)c.C, (long long)groups,
+             form == NBWD_STATS_MEAN_RSTD ? " rstd" : "");
+    snprintf(g_ctx, sizeof g_ctx, "%s clean", what);
+    CHECK_ST(gn_run(&c, isa, 0), NBWD_OK);
+    memcpy(dx0, c.dx, bytes); memcpy(dg0, c.dg, (size_t)c.C * 4); memcpy(db0, c.db, (size_t)c.C * 4);
+    for (at = AT_X; at <= AT_GAMMA; ++at) {
+        if (at == AT_RES) continue; /* LayerNorm's and RMSNorm's */
+        for (v = 0; v < 3; ++v) {
+            float saved;
+            int others_ok = 1, params_ok = 1, nonfinite = 1, all_nan = 1;
+            void *target = at == AT_X ? c.x : at == AT_DY ? c.dy : at == AT_MEAN ? (void *)c.mean
+                           : at == AT_VAR ? (void *)c.var : (void *)c.gamma;
+            nbwd_dtype tdt = at <= AT_DY ? dt : NBWD_F32;
+            int64_t idx = at <= AT_DY ? e : at == AT_GAMMA ? c0 : set0;
+            snprintf(g_ctx, sizeof g_ctx, "%s %s[%s] = %g", what, at_name[at],
+                     at == AT_GAMMA ? "channel c0" : "set (N-1, G/2)", (double)vals[v]);
+            saved = get(target, idx, tdt);
+            put(target, idx, tdt, vals[v]);
+            CHECK_ST(gn_run(&c, isa, 0), NBWD_OK);
+            put(target, idx, tdt, saved);
+            for (i = 0; i < c.total; ++i) {
+                int64_t set = gn_set_of(&c, i);
+                int hit = at == AT_GAMMA ? set % c.G == g0 : set == set0;
+                if (!hit) {
+                    if (!same_bits((char *)c.dx + i * (int64_t)esz(dt), dx0 + i * (int64_t)esz(dt), esz(dt)))
+                        others_ok = 0;
+                } else if (v == 0 && !isnan(get(c.dx, i, dt))) {
+                    all_nan = 0;
+                }
+            }
+            CHECK(others_ok);
+            for (k = 0; k < c.C; ++k) {
+                /* diff_gamma: x, dy feed e's channel, mean, variance the group's; diff_beta: dy alone */
+                int g_aff = (at <= AT_DY && k == c0) || ((at == AT_MEAN || at == AT_VAR) && k / c.Cg == g0);
+                int b_aff = at == AT_DY && k == c0;
+                if (!g_aff && !same_bits(&c.dg[k], &dg0[k], 4)) params_ok = 0;
+                if (!b_aff && !same_bits(&c.db[k], &db0[k], 4)) params_ok = 0;
+                /* never silently dropped (variance +inf / rstd 0: xhat = 0, finite) */
+                if (g_aff && !(at == AT_VAR && form == NBWD_STATS_MEAN_VARIANCE && v == 1) && isfinite(c.dg[k]))
+                    nonfinite = 0;
+                if (v == 0 && g_aff && !isnan(c.dg[k])) nonfinite = 0;
+                if (b_aff && isfinite(c.db[k])) nonfinite = 0;
+            }
+            CHECK(params_ok);
+            CHECK(nonfinite);
+            if (v == 0) CHECK(all_nan); /* a NaN poisons its whole set (gamma: every sample's set of its group) */
+        }
+    }
+    free(dx0); free(dg0); free(db0);
+    gn_free(&c);
+}
+
+/* Range extremes, every value finite (f32): diff_dst scaled to 1e30,
+   1e-30 or subnormal; a gamma of 1e30, 1e-30, 1e-36, 1.5e-38 or 2e-38
+   (tiny but normal: the quotients mean(g) / gamma are large; with rstd 10
+   or 1e-5), 0 or subnormal in one channel; variance 1e-30 (rstd 1e15 with
+   a small epsilon, x and mean at 1e-15); x near 1e4 with its mean. The outputs are finite and
+   agree with a float64 recomputation within the fp32 error of their
+   terms' sizes (as the fuzz targets check). */
+#define GN_EXTREMES 13
+static void extreme_group_norm(int isa, nbwd_layout layout, int64_t groups, int which) {
+    static const char *const names[] = {"dy * 1e30",        "dy * 1e-30",      "dy subnormal (1e-41)",
+                                        "gamma[c0] = 1e30", "gamma[c0] = 1e-30", "gamma[c0] = 1e-36",
+                                        "gamma[c0] = 1.5e-38", "gamma[c0] = 0", "gamma[c0] = 1e-40 (subnormal)",
+                                        "x, mean 1e-15, variance 1e-30, epsilon 1e-30", "x = 1e4 + small, mean 1e4",
+                                        "gamma[c0] = 2e-38, variance 0.01 (rstd 10)",
+                                        "gamma[c0] = 2e-38, variance 1e10 (rstd 1e-5)"};
+    static const int64_t dims4[4] = {3, 6, 5, 7};
+    gn_case c;
+    int64_t dims[4], n, ch, s, i;
+    int finite = 1, close = 1;
+    double worst = 0.0;
+    nbwd_group_norm_bwd_desc d;
+    nbwd_group_norm_bwd_args a;
+    float eps = which == 9 ? 1e-30f : 1e-5f;
+    double *sg, *sgx, *ag, *agx, *rs;
+    memcpy(dims, dims4, sizeof dims);
+    if (layout == NBWD_NXC) { dims[1] = dims4[2]; dims[2] = dims4[3]; dims[3] = dims4[1]; }
+    gn_alloc(&c, 4, dims, layout, groups, NBWD_F32, 777 + (uint64_t)which);
+    for (i = 0; i < c.total; ++i) {
+        float y = get(c.dy, i, NBWD_F32), xv = get(c.x, i, NBWD_F32);
+        if (which == 0) put(c.dy, i, NBWD_F32, y * 1e30f);
+        if (which == 1) put(c.dy, i, NBWD_F32, y * 1e-30f);
+        if (which == 2) put(c.dy, i, NBWD_F32, y * 1e-41f);
+        if (which == 9) put(c.x, i, NBWD_F32, xv * 1e-15f);
+        if (which == 10) put(c.x, i, NBWD_F32, 1e4f + xv * 1e-2f);
+    }
+    for (i = 0; i < c.N * c.G; ++i) {
+        if (which == 9) c.var[i] = 1e-30f * (1.0f + (float)(i % 3)), c.mean[i] *= 1e-15f;
+        if (which == 10) c.mean[i] = 1e4f, c.var[i] = 3e-5f;
+        if (which == 11) c.var[i] = 0.01f;
+        if (which == 12) c.var[i] = 1e10f;
+    }
+    {
+        static const float gv[13] = {0, 0, 0, 1e30f, 1e-30f, 1e-36f, 1.5e-38f, 0.0f, 1e-40f, 0, 0, 2e-38f, 2e-38f};
+        if ((which >= 3 && which <= 8) || which >= 11) c.gamma[c.Cg - 1] = gv[which]; /* group 0's last channel */
+    }
+    nbwd_group_norm_bwd_desc_init(&d, 4, c.dims, layout, groups, eps);
+    d.isa = (nbwd_isa)isa;
+    memset(&a, 0, sizeof a);
+    a.src = c.x; a.diff_dst = c.dy; a.mean = c.mean; a.variance = c.var; a.gamma = c.gamma;
+    a.diff_src = c.dx; a.diff_gamma = c.dg; a.diff_beta = c.db;
+    snprintf(g_ctx, sizeof g_ctx, "extreme GN %s %s groups %lld: %s", nbwd_isa_name((nbwd_isa)isa),
+             layout == NBWD_NXC ? "nxc" : "ncx", (long long)groups, names[which]);
+    CHECK_ST(nbwd_group_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+    sg = (double *)calloc((size_t)(c.N * c.G), sizeof(double)); sgx = (double *)calloc((size_t)(c.N * c.G), sizeof(double));
+    ag = (double *)calloc((size_t)(c.N * c.G), sizeof(double)); agx = (double *)calloc((size_t)(c.N * c.G), sizeof(double));
+    rs = (double *)calloc((size_t)(c.N * c.G), sizeof(double));
+    if (!sg || !sgx || !ag || !agx || !rs) { fprintf(stderr, "out of memory\n"); exit(2); }
+    for (i = 0; i < c.N * c.G; ++i) rs[i] = (double)(float)(1.0 / sqrt((double)c.var[i] + (double)eps));
+    for (n = 0; n < c.N; ++n)
+        for (ch = 0; ch < c.C; ++ch)
+            for (s = 0; s < c.S; ++s) {
+                int64_t at = gn_index(&c, n, ch, s), set = n * c.G + ch / c.Cg;
+                double xh = ((double)get(c.x, at, NBWD_F32) - c.mean[set]) * rs[set];
+                double gg = (double)get(c.dy, at, NBWD_F32) * c.gamma[ch];
+                sg[set] += gg; sgx[set] += gg * xh; ag[set] += fabs(gg); agx[set] += fabs(gg * xh);
+            }
+    for (n = 0; n < c.N; ++n)
+        for (ch = 0; ch < c.C; ++ch)
+            for (s = 0; s < c.S; ++s) {
+                int64_t at = gn_index(&c, n, ch, s), set = n * c.G + ch / c.Cg, K = c.Cg * c.S;
+                double xh = ((double)get(c.x, at, NBWD_F32) - c.mean[set]) * rs[set];
+                double gg = (double)get(c.dy, at, NBWD_F32) * c.gamma[ch];
+                double want = rs[set] * (gg - sg[set] / K - xh * sgx[set] / K), got = get(c.dx, at, NBWD_F32);
+                double s1 = rs[set] * (fabs(gg) + fabs(sg[set] / K) + fabs(xh * sgx[set] / K));
+                double s2 = rs[set] * (ag[set] / K + fabs(xh) * agx[set] / K);
+                double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * (K + 8) * s2) + ldexp(1.0, -144);
+                if (fabs(want) - tol > 3.4028234663852886e38) continue; /* beyond fp32: not a test */
+                if (!isfinite(got)) finite = 0;
+                else if (fabs(got - want) > tol) close = 0;
+                if (isfinite(got) && tol > 0 && fabs(got - want) / tol > worst) worst = fabs(got - want) / tol;
+            }
+    for (ch = 0; ch < c.C; ++ch)
+        if (!isfinite(c.dg[ch]) || !isfinite(c.db[ch])) finite = 0;
+    if (!CHECK(finite)) printf("       diff_src or a parameter gradient is not finite\n");
+    if (!CHECK(close)) printf("       diff_src off by up to %.3g x its tolerance\n", worst);
+    if (getenv("GN_EXTREME_VERBOSE")) printf("  %s: worst %.3g x the tolerance\n", g_ctx, worst);
+    free(sg); free(sgx); free(ag); free(agx); free(rs);
+    gn_free(&c);
+}
+
 static void suite_nan(void) {
     static const nbwd_dtype dts[3] = {NBWD_F32, NBWD_BF16, NBWD_F16};
     static const int64_t ln_shapes[][2] = {{20, 37}, {9, 16}, {3, 1}, {17, 67}};
     static const int64_t bn4[4] = {3, 5, 2, 19}, bn4c[4] = {3, 5, 37, 1}, bn2[2] = {11, 21};
+    /* GroupNorm [N, spatial..., C] / [N, C, spatial...]: 9 channels; NCX planes of 37 (SIMD tails) */
+    static const int64_t gn4x[4] = {3, 5, 2, 9}, gn4c[4] = {3, 9, 37, 1}, gn2[2] = {5, 8};
     int isa, t, s, nshapes = g_quick ? 2 : 4;
     for (isa = 1; isa < NBWD_ISA_COUNT; ++isa) {
         if (!isa_wanted(isa)) continue;
@@ -523,6 +763,18 @@ static void suite_nan(void) {
             nan_batch_norm_relu(isa, dts[t], 2, bn2, NBWD_NXC, 0, NBWD_FUSE_ADD_RELU);
             nan_batch_norm_relu(isa, dts[t], 4, bn4, NBWD_NXC, 1, NBWD_FUSE_ADD_RELU);
             nan_batch_norm_relu(isa, dts[t], 4, bn4c, NBWD_NCX, 1, NBWD_FUSE_RELU);
+            /* GroupNorm: groups of 3 channels, InstanceNorm, one group; rank 2 */
+            nan_group_norm(isa, dts[t], 4, gn4x, NBWD_NXC, 3, NBWD_STATS_MEAN_VARIANCE);
+            nan_group_norm(isa, dts[t], 4, gn4c, NBWD_NCX, 3, NBWD_STATS_MEAN_VARIANCE);
+            nan_group_norm(isa, dts[t], 4, gn4x, NBWD_NXC, 9, NBWD_STATS_MEAN_RSTD);
+            nan_group_norm(isa, dts[t], 4, gn4c, NBWD_NCX, 9, NBWD_STATS_MEAN_RSTD);
+            nan_group_norm(isa, dts[t], 4, gn4c, NBWD_NCX, 1, NBWD_STATS_MEAN_VARIANCE);
+            nan_group_norm(isa, dts[t], 2, gn2, NBWD_NXC, 2, NBWD_STATS_MEAN_VARIANCE);
+            nan_group_norm(isa, dts[t], 2, gn2, NBWD_NCX, 4, NBWD_STATS_MEAN_RSTD);
+        }
+        for (t = 0; t < GN_EXTREMES; ++t) {
+            extreme_group_norm(isa, NBWD_NCX, 2, t);
+            extreme_group_norm(isa, NBWD_NXC, 3, t);
         }
     }
 }
@@ -636,6 +888,141 @@ static void ovf_huge_workspace(void *arg) {
     CHECK_ST(nbwd_layer_norm_bwd(&d, &a, small_ws, sizeof small_ws), NBWD_ERR_INSUFFICIENT_WORKSPACE);
 }
 
+/* GroupNorm: hostile shapes, groups, strides, aliases and workspaces; each
+   refused with its status and no byte of any tensor written (or, where the
+   manual allows it, accepted). All tensors live in one canary-filled
+   buffer, at 256-byte slots (dx_at: diff_src's slot, for partial overlaps). */
+typedef struct gn_ovf_case {
+    const char *name;
+    nbwd_layout layout;
+    int rank;
+    int64_t dims[4];
+    int64_t groups;
+    int stride_tensor;    /* 0 src, 1 diff_dst, 2 diff_src, 3 mean, 4 variance, 5 gamma, 6 diff_gamma, 7 diff_beta */
+    int64_t strides[4];   /* strides[0] == 0 && strides[1] == 0: dense (NULL) */
+    int dx_at;            /* diff_src's slot (5: its own; 1: exactly diff_dst; other: an element off) */
+    int64_t dx_shift;     /* elements added to diff_src's slot */
+    unsigned flags;
+    float eps;
+    nbwd_status want;
+    int args_only;        /* refused by the call's args checks alone: the size query accepts the desc */
+} gn_ovf_case;
+
+static void gn_ovf_run(void *arg) {
+    const gn_ovf_case *oc = (const gn_ovf_case *)arg;
+    static unsigned char buf[12 * 256], ref[12 * 256];
+    size_t ws = 12345;
+    nbwd_status s1, s2;
+    nbwd_group_norm_bwd_desc d;
+    nbwd_group_norm_bwd_args a;
+    const int64_t *st = oc->strides[0] == 0 && oc->strides[1] == 0 ? NULL : oc->strides;
+    memset(buf, CANARY, sizeof buf);
+    memset(ref, CANARY, sizeof ref);
+    snprintf(g_ctx, sizeof g_ctx, "overflow: %s", oc->name);
+    nbwd_group_norm_bwd_desc_init(&d, oc->rank, oc->dims, oc->layout, oc->groups, oc->eps);
+    d.flags = oc->flags;
+    if (oc->stride_tensor == 0) d.src_strides = st;
+    if (oc->stride_tensor == 1) d.diff_dst_strides = st;
+    if (oc->stride_tensor == 2) d.diff_src_strides = st;
+    if (oc->stride_tensor == 3) d.mean_strides = st;
+    if (oc->stride_tensor == 4) d.var_strides = st;
+    if (oc->stride_tensor == 5) d.gamma_strides = st;
+    if (oc->stride_tensor == 6) d.diff_gamma_strides = st;
+    if (oc->stride_tensor == 7) d.diff_beta_strides = st;
+    if (oc->dx_at == 1) d.diff_src_strides = d.diff_dst_strides;
+    memset(&a, 0, sizeof a);
+    a.src = buf; a.diff_dst = buf + 256; a.mean = buf + 2 * 256; a.variance = buf + 3 * 256;
+    a.gamma = buf + 4 * 256; a.diff_src = buf + oc->dx_at * 256 + oc->dx_shift * 4;
+    a.diff_gamma = buf + 6 * 256; a.diff_beta = buf + 7 * 256;
+    s1 = nbwd_group_norm_bwd_workspace_size(&d, &ws);
+    s2 = nbwd_group_norm_bwd(&d, &a, buf + 8 * 256, 4 * 256);
+    CHECK_ST(s1, oc->args_only ? NBWD_OK : oc->want);
+    CHECK(s1 != NBWD_OK || ws != 12345);
+    CHECK(s1 == NBWD_OK || ws == 12345);
+    CHECK_ST(s2, oc->want);
+    if (oc->want != NBWD_OK) CHECK(memcmp(buf, ref, sizeof buf) == 0);
+}
+
+/* An accepted GroupNorm whose workspace no allocator can provide: NXC
+   [2^19, 1, 2^19], 2^38 (n, c) coefficients. The tensors are address
+   ranges only (never dereferenced when the status is right). */
+static void gn_ovf_huge_workspace(void *arg) {
+    nbwd_group_norm_bwd_desc d;
+    nbwd_group_norm_bwd_args a;
+    unsigned char small_ws[64];
+    int64_t dims[3] = {(int64_t)1 << 19, 1, (int64_t)1 << 19};
+    size_t ws = 0;
+    uintptr_t base = (uintptr_t)1 << 46, step = (uintptr_t)1 << 45;
+    (void)arg;
+    nbwd_group_norm_bwd_desc_init(&d, 3, dims, NBWD_NXC, 1, 1e-5f);
+    CHECK_ST(nbwd_group_norm_bwd_workspace_size(&d, &ws), NBWD_OK);
+    CHECK(ws > ((size_t)1 << 40));
+    memset(&a, 0, sizeof a);
+    a.src = (const void *)(base + 0 * step); a.diff_dst = (const void *)(base + 1 * step);
+    a.mean = (const void *)(base + 2 * step); a.variance = (const void *)(base + 3 * step);
+    a.gamma = (const void *)(base + 4 * step); a.diff_src = (void *)(base + 5 * step);
+    a.diff_gamma = (void *)(base + 6 * step); a.diff_beta = (void *)(base + 7 * step);
+    CHECK_ST(nbwd_group_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_OUT_OF_MEMORY);
+    CHECK_ST(nbwd_group_norm_bwd(&d, &a, small_ws, sizeof small_ws), NBWD_ERR_INSUFFICIENT_WORKSPACE);
+}
+
+static void suite_overflow_group_norm(void) {
+    const int64_t B32 = (int64_t)1 << 32, B61 = (int64_t)1 << 61, B62 = (int64_t)1 << 62, MAXE = INT64_MAX / 16;
+    const nbwd_layout X = NBWD_NXC, P = NBWD_NCX;
+    const nbwd_status SHAPE = NBWD_ERR_BAD_SHAPE, PARAM = NBWD_ERR_BAD_PARAM, STR = NBWD_ERR_BAD_STRIDES;
+    const gn_ovf_case cases[] = {
+        {"GN nxc 2^32 x 2^32 x 4", X, 3, {B32, B32, 4}, 1, 0, {0, 0}, 5, 0, 0, 1e-5f, SHAPE, 0},
+        {"GN ncx 4 x 2^32 x 2^32", P, 3, {4, B32, B32}, 1, 0, {0, 0}, 5, 0, 0, 1e-5f, SHAPE, 0},
+        {"GN ncx 0 x INT64_MAX x 3 (groups 1)", P, 3, {0, INT64_MAX, 3}, 1, 0, {0, 0}, 5, 0, 0, 1e-5f, SHAPE, 0},
+        {"GN nxc 0 x 5 x 2^62", X, 3, {0, 5, B62}, 1, 0, {0, 0}, 5, 0, 0, 1e-5f, SHAPE, 0},
+        {"GN ncx -1 x 4 x 3", P, 3, {-1, 4, 3}, 2, 0, {0, 0}, 5, 0, 0, 1e-5f, SHAPE, 0},
+        {"GN rank 1", P, 1, {6}, 1, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN layout 7", (nbwd_layout)7, 3, {2, 4, 3}, 2, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups 0", P, 3, {2, 6, 3}, 0, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups -3", P, 3, {2, 6, 3}, -3, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups INT64_MIN", X, 3, {2, 3, 6}, INT64_MIN, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups INT64_MAX (no divisor of C)", X, 3, {2, 3, 6}, INT64_MAX, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups 4 with C = 6", P, 3, {2, 6, 3}, 4, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN groups 12 with C = 6", X, 3, {2, 3, 6}, 12, 0, {0, 0}, 5, 0, 0, 1e-5f, PARAM, 0},
+        {"GN epsilon 0 (MEAN_VARIANCE)", P, 3, {2, 6, 3}, 2, 0, {0, 0}, 5, 0, 0, 0.0f, PARAM, 0},
+        {"GN epsilon NaN", P, 3, {2, 6, 3}, 2, 0, {0, 0}, 5, 0, 0, NAN, PARAM, 0},
+        {"GN flags NBWD_USE_GLOBAL_STATS (BatchNorm's)", P, 3, {2, 6, 3}, 2, 0, {0, 0}, 5, 0,
+         NBWD_USE_GLOBAL_STATS, 1e-5f, PARAM, 0},
+        {"GN flags NBWD_FUSE_RELU (BatchNorm's)", X, 3, {2, 3, 6}, 2, 0, {0, 0}, 5, 0, NBWD_FUSE_RELU, 1e-5f, PARAM, 0},
+        {"GN ncx 2 x 3 x 4, src stride 2^62", P, 3, {2, 3, 4}, 3, 0, {B62, 4, 1}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN nxc 2 x 3 x 4, diff_src stride -2^62", X, 3, {2, 3, 4}, 2, 2, {-B62, 4, 1}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN nxc 2 x 3 x 4, diff_dst stride INT64_MIN", X, 3, {2, 3, 4}, 2, 1, {INT64_MIN, 4, 1}, 5, 0, 0, 1e-5f, STR,
+         0},
+        {"GN ncx 3 x 4 x 2, src stride MAXE (extent overflows)", P, 3, {3, 4, 2}, 2, 0, {MAXE, 2, 1}, 5, 0, 0, 1e-5f,
+         STR, 0},
+        {"GN ncx 2 x 3 x 4, spatial not dense (stride 2)", P, 3, {2, 3, 4}, 3, 0, {24, 8, 2}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN nxc 2 x 4 x 3, channels not dense (stride 2)", X, 3, {2, 4, 3}, 3, 2, {24, 6, 2}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN ncx 2 x 3 x 4, diff_src elements share addresses", P, 3, {2, 3, 4}, 3, 2, {4, 4, 1}, 5, 0, 0, 1e-5f, STR,
+         1},
+        {"GN ncx 2 x 4, diff_src stride 0 (rank 2, any strides but no overlap)", P, 2, {2, 4}, 2, 2, {4, 0}, 5, 0, 0,
+         1e-5f, STR, 1},
+        {"GN ncx 2 x 6 x 3, mean stride INT64_MAX", P, 3, {2, 6, 3}, 2, 3, {INT64_MAX, 1}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN ncx 2 x 6 x 3, variance stride -2^61", P, 3, {2, 6, 3}, 2, 4, {2, -B61}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN nxc 2 x 3 x 6, gamma stride INT64_MIN", X, 3, {2, 3, 6}, 3, 5, {INT64_MIN, 1}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN nxc 2 x 3 x 6, diff_gamma stride 0 (elements share an address)", X, 3, {2, 3, 6}, 3, 6, {0, 1}, 5, 0, 0,
+         1e-5f, STR, 0},
+        {"GN ncx 2 x 6 x 3, diff_beta stride 2^61", P, 3, {2, 6, 3}, 3, 7, {B61, 1}, 5, 0, 0, 1e-5f, STR, 0},
+        {"GN ncx 2 x 4 x 3, diff_src one element into diff_dst", P, 3, {2, 4, 3}, 2, 0, {0, 0}, 1, 1, 0, 1e-5f,
+         NBWD_ERR_BAD_ALIAS, 1},
+        {"GN nxc 2 x 3 x 4, diff_src overlapping mean", X, 3, {2, 3, 4}, 2, 0, {0, 0}, 2, 0, 0, 1e-5f,
+         NBWD_ERR_BAD_ALIAS, 1},
+        {"GN nxc 2 x 3 x 4, diff_src overlapping diff_gamma", X, 3, {2, 3, 4}, 2, 0, {0, 0}, 6, -2, 0, 1e-5f,
+         NBWD_ERR_BAD_ALIAS, 1},
+        {"GN ncx 2 x 0 x 3 (C = 0: any groups)", P, 3, {2, 0, 3}, 5, 0, {0, 0}, 5, 0, 0, 1e-5f, NBWD_OK, 0},
+        {"GN nxc 0 x 3 x 6 (empty), diff_src stride INT64_MIN (never negated)", X, 3, {0, 3, 6}, 3, 2,
+         {INT64_MIN, 6, 1}, 5, 0, 0, 1e-5f, NBWD_OK, 0},
+    };
+    int i;
+    for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i)
+        isolated(cases[i].name, gn_ovf_run, (void *)&cases[i]);
+    isolated("GN workspace beyond any allocator", gn_ovf_huge_workspace, NULL);
+}
+
 static void suite_overflow(void) {
     const int64_t B32 = (int64_t)1 << 32, B61 = (int64_t)1 << 61, MAXE = INT64_MAX / 16;
     const ovf_case cases[] = {
@@ -673,6 +1060,7 @@ static void suite_overflow(void) {
     int i;
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) isolated(cases[i].name, ovf_run, (void *)&cases[i]);
     isolated("LN workspace beyond any allocator", ovf_huge_workspace, NULL);
+    suite_overflow_group_norm();
 }
 
 /* ================================================================= threads */
