@@ -3839,7 +3839,7 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
         return s;
     /* Everything is validated: from here on outputs are written. */
     if (!busy) { /* an empty batch: empty sums (nothing at all without C) */
-        for (c = 0; c < C && !p.accumulate; ++c) {
+        for (c = 0; c < C && !p.accumulate && (args->diff_gamma || args->diff_beta); ++c) {
             if (args->diff_gamma) nbwd__store(args->diff_gamma, nbwd__param_off(&p.par, NBWD__PDG, c), p.pdt, 0.0f);
             if (args->diff_beta) nbwd__store(args->diff_beta, nbwd__param_off(&p.par, NBWD__PDB, c), p.pdt, 0.0f);
         }

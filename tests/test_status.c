@@ -1287,6 +1287,12 @@ static void gn_status_cases(nbwd_layout L) {
         gn_valid(&d, &a, L); d.dims[L == NBWD_NCX ? 1 : 2] = 0; d.groups = 3;
         gn_expect("C = 0, groups 3 (0 divides: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
         check_untouched("GN C = 0");
+        /* C = 0 allows any groups, but N x groups (the statistics' shape)
+           must still fit: the fuzzer found INT64_MAX overflowing there */
+        gn_valid(&d, &a, L); d.dims[L == NBWD_NCX ? 1 : 2] = 0; d.groups = INT64_MAX;
+        gn_expect("C = 0, groups INT64_MAX (N x groups overflows)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+        CHECK(strstr(nbwd_last_error(), "groups") != NULL, "C = 0, groups INT64_MAX: the message does not name groups: %s",
+              nbwd_last_error());
     }
 
     /* rank, layout, epsilon, enums, flags, threads */

@@ -162,7 +162,8 @@ fuzz() {
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
     # Each build takes minutes (the whole header under ASan): two at a time,
-    # and the third while the first target runs (a fuzz run uses one core).
+    # and the third and fourth while the first two targets run (a fuzz run
+    # uses one core).
     build_fuzz() { # target
         rm -f "$D/fuzz_$1"
         build "fuzz_$1" "$D/fuzz_$1" clang -std=c99 -O1 -g $W -fsanitize=fuzzer,address,undefined \
@@ -170,8 +171,8 @@ fuzz() {
     }
     ( build_fuzz layer_norm ) & ( build_fuzz batch_norm ) &
     wait
-    ( build_fuzz misc ) &
-    for t in layer_norm batch_norm misc; do
+    ( build_fuzz misc ) & ( build_fuzz group_norm ) &
+    for t in layer_norm batch_norm misc group_norm; do
         [ $t = misc ] && wait
         # (a failed build printed its log already, in its subshell)
         [ -x "$D/fuzz_$t" ] || { FAIL=$((FAIL + 1)); continue; }

@@ -180,7 +180,7 @@ static inline int fz_extent(int rank, const int64_t *dims, const int64_t *st, in
 static inline void fz_dense(int rank, const int64_t *dims, int64_t *st) {
     int64_t s = 1;
     int d;
-    for (d = rank - 1; d >= 0; --d) { st[d] = s; s *= dims[d] > 0 ? dims[d] : 1; }
+    for (d = rank - 1; d >= 0; --d) { st[d] = s; if (d > 0) s *= dims[d] > 0 ? dims[d] : 1; }
 }
 /* Element offset of logical (row-major) index i. */
 static inline int64_t fz_offset(int rank, const int64_t *dims, const int64_t *st, int64_t i) {
