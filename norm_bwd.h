@@ -796,12 +796,18 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-/* Validation, planning and the GroupNorm driver: bookkeeping whose speed
-   never shows next to the kernels', compiled at -O1 by gcc, a good part of
-   the implementation file's compile time less (make compile-cost). */
+/* Validation, planning and the operations' drivers: bookkeeping whose
+   speed never shows next to the kernels', compiled at -O1 by gcc and for
+   size by clang, which then do not spend their loop and inlining passes on
+   it, a good part of the implementation file's compile time (make
+   compile-cost). (Not the scalar kernels: the sse path runs its 16-bit
+   data through them, and at -O1 their conversions are calls.) */
 #if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__)
 #define NBWD__PLAN_CODE_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"O1\", \"fp-contract=off\")")
 #define NBWD__PLAN_CODE_END _Pragma("GCC pop_options")
+#elif defined(__clang__) && defined(__OPTIMIZE__)
+#define NBWD__PLAN_CODE_BEGIN _Pragma("clang attribute push (__attribute__((minsize)), apply_to = function)")
+#define NBWD__PLAN_CODE_END _Pragma("clang attribute pop")
 #else
 #define NBWD__PLAN_CODE_BEGIN
 #define NBWD__PLAN_CODE_END
@@ -2395,6 +2401,7 @@ static void nbwd__ln_lane(const nbwd__ln_run *r, int64_t lane, int64_t lanes) {
     for (b = lane; b < p->nblocks; b += lanes) nbwd__ln_block(r, b, slot);
 }
 
+NBWD__PLAN_CODE_BEGIN
 /* rms: RMSNorm, its arguments in LayerNorm's struct (mean NULL, variance
    the mean square) */
 static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
@@ -2589,6 +2596,7 @@ NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const
     return nbwd__ln_entry(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes);
 }
 
+NBWD__PLAN_CODE_END
 /* ------------------------------------------------------------ BatchNorm */
 typedef struct nbwd__bn_plan {
     int rank, dt, sdt, pdt, form, accumulate;
@@ -3164,6 +3172,7 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
 #undef NBWD__MASK_PIECE
 #undef NBWD__MASK_SEG
 
+NBWD__PLAN_CODE_BEGIN
 /* What every BatchNorm call checks, on the CPU and the GPU: the descriptor,
    args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
    (reduce's takes its sums as dense f32 parameter outputs, overwritten);
@@ -3389,7 +3398,6 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
     return nbwd__bn_entry("nbwd_batch_norm_bwd_apply", desc, args, workspace, workspace_bytes, &sums);
 }
 
-NBWD__PLAN_CODE_BEGIN
 /* ------------------------------------------------------------ GroupNorm */
 /* A set is one sample's group: Cg = C / groups channels by S spatial
    positions. The BatchNorm kernels do the work, with per-(sample, channel)
