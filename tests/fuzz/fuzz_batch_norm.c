@@ -542,19 +542,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 int main(int argc, char **argv) {
     int i;
     for (i = 1; i < argc; ++i) {
-        FILE *f = fopen(argv[i], "rb");
-        uint8_t *buf;
-        long n;
-        if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-            fprintf(stderr, "%s: cannot read\n", argv[i]);
-            return 2;
-        }
-        buf = (uint8_t *)malloc((size_t)n + 1);
-        if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            fprintf(stderr, "%s: cannot read\n", argv[i]);
-            return 2;
-        }
-        fclose(f);
+        long n = 0;
+        uint8_t *buf = fz_read_file(argv[i], &n);
+        if (!buf) return 2;
         LLVMFuzzerTestOneInput(buf, (size_t)n);
         printf("%s: %ld bytes, the relu byte at %zu, %zu decoded, relu %d, two-phase %d, status %s\n", argv[i], n,
                g_fz_relu_at, g_fz_decoded, g_fz_relu, g_fz_two, nbwd_status_string((nbwd_status)g_fz_status));

@@ -78,6 +78,58 @@ static inline int64_t fz_stride(fz_rd *r, int64_t dense) {
     if (b < 208) return (int64_t)(b % 9) - 4; /* tiny, zero, overlapping */
     return special[b % 8];
 }
+/* Strides of a tensor of dims [0, rank) whose block [from, rank) should be
+   dense (LayerNorm's and GroupNorm's rule): NULL (a byte below 128),
+   padded outer strides (the one next to the block negative for odd bytes),
+   or arbitrary ones for every dim (*arbitrary then set, unless NULL). */
+static inline const int64_t *fz_block_strides(fz_rd *r, int rank, const int64_t *dims, int from, int64_t *out,
+                                              int *arbitrary) {
+    uint8_t m = fz_u8(r);
+    int64_t s = 1;
+    int d;
+    if (m < 128) return NULL;
+    for (d = rank - 1; d >= 0; --d) {
+        if (m >= 208) {
+            out[d] = fz_stride(r, s);
+            if (arbitrary) *arbitrary = 1;
+        } else if (d >= from) {
+            out[d] = s;
+        } else {
+            int64_t pad = fz_u8(r) % 3;
+            out[d] = (m & 1) && d == from - 1 ? -(s + pad) : s + pad;
+            s += pad;
+        }
+        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
+    }
+    return out;
+}
+/* Is the block [from, rank) dense under strides st (NULL: dense)? */
+static inline int fz_dense_block(int rank, const int64_t *dims, const int64_t *st, int from) {
+    int64_t expect = 1;
+    int d;
+    if (!st) return 1;
+    for (d = rank - 1; d >= from; --d) {
+        if (dims[d] != 1 && st[d] != expect) return 0;
+        expect *= dims[d] > 0 ? dims[d] : 1; /* the NULL (dense) strides' rule */
+    }
+    return 1;
+}
+#if defined(FZ_STANDALONE)
+/* The standalone drivers' reader: the whole file (*n bytes) in a malloc'd
+   buffer, or NULL after a message. */
+static inline uint8_t *fz_read_file(const char *path, long *n) {
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (*n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = (uint8_t *)malloc((size_t)*n + 1)) != NULL && fread(buf, 1, (size_t)*n, f) != (size_t)*n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f) fclose(f);
+    if (!buf) fprintf(stderr, "%s: cannot read\n", path);
+    return buf;
+}
+#endif
 static inline float fz_eps(fz_rd *r) {
     static const float v[] = {1e-5f, 1e-5f, 1e-3f, 0.0f, -1e-5f, NAN, INFINITY, -INFINITY, 1e-45f, FLT_MAX,
                               0.5f, 1.0f, 1e-30f, -0.0f, 3e38f, 1e-12f};

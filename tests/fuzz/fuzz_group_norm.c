@@ -27,40 +27,6 @@ static size_t g_fz_decoded;
 static int g_fz_status, g_fz_rank, g_fz_layout, g_fz_form, g_fz_dt, g_fz_inplace;
 static long long g_fz_groups, g_fz_c;
 
-/* Strides of a tensor of dims [0, rank) whose block [from, rank) should be
-   dense: NULL, padded (one dim possibly negative) outer strides, or
-   arbitrary ones (all dims). As fuzz_layer_norm.c's. */
-static const int64_t *fz_strides(fz_rd *r, int rank, const int64_t *dims, int from, int64_t *out) {
-    uint8_t m = fz_u8(r);
-    int64_t s = 1;
-    int d;
-    if (m < 128) return NULL;
-    for (d = rank - 1; d >= 0; --d) {
-        if (m >= 208) {
-            out[d] = fz_stride(r, s);
-        } else if (d >= from) {
-            out[d] = s;
-        } else {
-            int64_t pad = fz_u8(r) % 3;
-            out[d] = (m & 1) && d == from - 1 ? -(s + pad) : s + pad;
-            s += pad;
-        }
-        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
-    }
-    return out;
-}
-
-static int dense_block(int rank, const int64_t *dims, const int64_t *st, int from) {
-    int64_t expect = 1;
-    int d;
-    if (!st) return 1;
-    for (d = rank - 1; d >= from; --d) {
-        if (dims[d] != 1 && st[d] != expect) return 0;
-        expect *= dims[d] > 0 ? dims[d] : 1;
-    }
-    return 1;
-}
-
 /* groups: mostly a divisor of C (when C is small and known), or C
    (InstanceNorm), or 1 (LayerNorm over [C, spatial]); sometimes any small
    number (a non-divisor), zero, negative or huge */
@@ -182,12 +148,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!must_reject) K = C / G * S;
     /* data strides (src/xhat/dst share src_strides), the [N, groups]
        statistics' two entries, the [C] parameters' one */
-    d.src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, from, sx);
-    d.diff_dst_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, from, sdy);
-    d.diff_src_strides = fz_strides(&rd, must_reject ? 0 : rank, dims, from, sdx);
+    d.src_strides = fz_block_strides(&rd, must_reject ? 0 : rank, dims, from, sx, NULL);
+    d.diff_dst_strides = fz_block_strides(&rd, must_reject ? 0 : rank, dims, from, sdy, NULL);
+    d.diff_src_strides = fz_block_strides(&rd, must_reject ? 0 : rank, dims, from, sdx, NULL);
     sd[0] = N; sd[1] = must_reject ? 0 : G;
-    d.mean_strides = fz_strides(&rd, 2, sd, 2, sm);
-    d.var_strides = fz_strides(&rd, 2, sd, 2, sv);
+    d.mean_strides = fz_block_strides(&rd, 2, sd, 2, sm, NULL);
+    d.var_strides = fz_block_strides(&rd, 2, sd, 2, sv, NULL);
     for (i = 0; i < T_N; ++i) cst[i] = 1;
     {
         static const int ct[4] = {T_GAMMA, T_BETA, T_DG, T_DB};
@@ -251,9 +217,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     /* rule 8 once diff_src's strides are final (in place: x's or dy's) */
-    if (!must_reject && (!dense_block(rank, dims, d.src_strides, from) ||
-                         !dense_block(rank, dims, d.diff_dst_strides, from) ||
-                         !dense_block(rank, dims, d.diff_src_strides, from)))
+    if (!must_reject && (!fz_dense_block(rank, dims, d.src_strides, from) ||
+                         !fz_dense_block(rank, dims, d.diff_dst_strides, from) ||
+                         !fz_dense_block(rank, dims, d.diff_src_strides, from)))
         REJECT(8);
     g_fz_decoded = rd.i;
     g_fz_rank = rank; g_fz_layout = (int)layout; g_fz_form = form; g_fz_dt = (int)d.data_dtype;
@@ -529,19 +495,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 int main(int argc, char **argv) {
     int i;
     for (i = 1; i < argc; ++i) {
-        FILE *f = fopen(argv[i], "rb");
-        uint8_t *buf;
-        long n;
-        if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-            fprintf(stderr, "%s: cannot read\n", argv[i]);
-            return 2;
-        }
-        buf = (uint8_t *)malloc((size_t)n + 1);
-        if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            fprintf(stderr, "%s: cannot read\n", argv[i]);
-            return 2;
-        }
-        fclose(f);
+        long n = 0;
+        uint8_t *buf = fz_read_file(argv[i], &n);
+        if (!buf) return 2;
         g_fz_status = -100;
         LLVMFuzzerTestOneInput(buf, (size_t)n);
         printf("%s: %ld bytes, %zu decoded, rank %d layout %d C %lld groups %lld form %d dt %d in-place %d, "

@@ -12,40 +12,6 @@
 
 enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_BETA, T_DX, T_DG, T_DB, T_N };
 
-/* Strides for a tensor of dims [0, rank) whose block [from, rank) should be
-   dense: NULL (mode 0), padded/negative outer strides, or arbitrary. */
-static const int64_t *fz_strides(fz_rd *r, int rank, const int64_t *dims, int from, int64_t *out, int *arbitrary) {
-    uint8_t m = fz_u8(r);
-    int64_t s = 1;
-    int d;
-    if (m < 128) return NULL;
-    for (d = rank - 1; d >= 0; --d) {
-        if (m >= 208) {
-            out[d] = fz_stride(r, s);
-            *arbitrary = 1;
-        } else if (d >= from) {
-            out[d] = s;
-        } else {
-            int64_t pad = fz_u8(r) % 3;
-            out[d] = (m & 1) && d == from - 1 ? -(s + pad) : s + pad;
-            s += pad;
-        }
-        s *= dims[d] > 0 && dims[d] < ((int64_t)1 << 20) ? dims[d] : 1;
-    }
-    return out;
-}
-
-static int dense_block(int rank, const int64_t *dims, const int64_t *st, int from) {
-    int64_t expect = 1;
-    int d;
-    if (!st) return 1;
-    for (d = rank - 1; d >= from; --d) {
-        if (dims[d] != 1 && st[d] != expect) return 0;
-        expect *= dims[d] > 0 ? dims[d] : 1; /* the NULL (dense) strides' rule */
-    }
-    return 1;
-}
-
 #define REJECT(rule) (must_reject = 1, why = why ? why : (rule))
 
 /* The operation's entry points (rms: RMSNorm, given LayerNorm's tensors but
@@ -159,20 +125,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (i = axis; i < rank; ++i) n *= dims[i];
         }
     }
-    d.src_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sx, &arbitrary);
-    d.diff_dst_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdy, &arbitrary);
-    d.diff_src_strides = fz_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdx, &arbitrary);
-    d.mean_strides = fz_strides(&rd, axis, dims, axis, sm, &arbitrary);
-    d.var_strides = fz_strides(&rd, axis, dims, axis, sv, &arbitrary);
+    d.src_strides = fz_block_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sx, &arbitrary);
+    d.diff_dst_strides = fz_block_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdy, &arbitrary);
+    d.diff_src_strides = fz_block_strides(&rd, rank > 0 && rank <= 8 ? rank : 0, dims, axis, sdx, &arbitrary);
+    d.mean_strides = fz_block_strides(&rd, axis, dims, axis, sm, &arbitrary);
+    d.var_strides = fz_block_strides(&rd, axis, dims, axis, sv, &arbitrary);
     /* parameters: every dim may be strided (padded, negative or arbitrary) */
     nn = rank >= 1 && rank <= NBWD_MAX_RANK ? rank - axis : 0;
-    d.gamma_strides = fz_strides(&rd, nn, dims + axis, nn, sp_g, &arbitrary);
-    d.beta_strides = fz_strides(&rd, nn, dims + axis, nn, sp_b, &arbitrary);
-    d.diff_gamma_strides = fz_strides(&rd, nn, dims + axis, nn, sp_dg, &arbitrary);
-    d.diff_beta_strides = fz_strides(&rd, nn, dims + axis, nn, sp_db, &arbitrary);
-    if (!must_reject && (!dense_block(rank, dims, d.src_strides, axis) ||
-                         !dense_block(rank, dims, d.diff_dst_strides, axis) ||
-                         !dense_block(rank, dims, d.diff_src_strides, axis)))
+    d.gamma_strides = fz_block_strides(&rd, nn, dims + axis, nn, sp_g, &arbitrary);
+    d.beta_strides = fz_block_strides(&rd, nn, dims + axis, nn, sp_b, &arbitrary);
+    d.diff_gamma_strides = fz_block_strides(&rd, nn, dims + axis, nn, sp_dg, &arbitrary);
+    d.diff_beta_strides = fz_block_strides(&rd, nn, dims + axis, nn, sp_db, &arbitrary);
+    if (!must_reject && (!fz_dense_block(rank, dims, d.src_strides, axis) ||
+                         !fz_dense_block(rank, dims, d.diff_dst_strides, axis) ||
+                         !fz_dense_block(rank, dims, d.diff_src_strides, axis)))
         REJECT(8);
     if (d.src_strides || d.diff_dst_strides || d.diff_src_strides || d.mean_strides || d.var_strides ||
         d.gamma_strides || d.beta_strides || d.diff_gamma_strides || d.diff_beta_strides)
