@@ -60,7 +60,10 @@ run() { # label command...
     start=$(date +%s)
     "$@" > "$log" 2>&1
     rc=$?
-    secs=$(( $(date +%s) - start ))
+    tally "$label" "$log" $rc $(( $(date +%s) - start ))
+}
+tally() { # label log exit-status seconds: adds the log's last result line in
+    label=$1 log=$2 rc=$3 secs=$4
     last=$(grep -E '^([A-Za-z_]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$last" ]; then
         if [ $rc -eq 0 ] && grep -qi 'skipped' "$log"; then
@@ -86,6 +89,30 @@ run() { # label command...
     fi
 }
 
+# The machine has two cores and most steps here are one compiler or one
+# test process: `beside NAME command...` runs the command (a function of
+# builds and runs) in a subshell on the other core, its lines into
+# $LOG/NAME.lines and its counts into $LOG/NAME.counts; `joined NAME`
+# waits for it, prints its lines and adds its counts in.
+beside() {
+    name=$1; shift
+    rm -f "$LOG/$name.counts"
+    ( PASS=0 FAIL=0 RUNS=0
+      "$@" > "$LOG/$name.lines" 2>&1
+      echo "$PASS $FAIL $RUNS" > "$LOG/$name.counts" ) &
+    eval "pid_$name=$!"
+}
+joined() {
+    name=$1
+    eval "wait \$pid_$name"
+    cat "$LOG/$name.lines"
+    if read -r bp bf br < "$LOG/$name.counts"; then
+        PASS=$((PASS + bp)); FAIL=$((FAIL + bf)); RUNS=$((RUNS + br))
+    else
+        echo "--- $name: FAILED: its subshell left no counts"; FAIL=$((FAIL + 1))
+    fi
+}
+
 native_isas() { echo scalar sse avx2 avx512 avx512_bf16; }
 
 sanitize() {
@@ -97,51 +124,53 @@ sanitize() {
     # the SIMDe-emulated layers, --quick unless SANITIZE_FULL=1. (gcc 12
     # takes over a quarter of an hour to compile the emulated layers with
     # ASan at -O1, clang four minutes: the emulated layers run under clang.)
-    quick_gcc= quick_clang=--quick
+    quick_clang=--quick
     [ "${SANITIZE_FULL:-0}" = 1 ] && quick_clang=
     mkdir -p "$OUT/san-gcc" "$OUT/san-clang" "$OUT/san-tsan"
-    # the six instrumented builds, two chains of about equal length at a time
-    ( D=$OUT/san-gcc
-      build gcc-asan-tests "$D/nbwd_tests" gcc -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. $TEST_SRC -lm
-      build gcc-asan-hardening "$D/test_hardening" gcc -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread
-      build tsan-hardening "$OUT/san-tsan/test_hardening" clang -std=c99 -O1 -g $W \
-          -fsanitize=thread -I. $HARD -lm -lpthread
-      build clang-asan-hardening "$OUT/san-clang/test_hardening" clang -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD \
-          -lm -lpthread ) &
-    ( D=$OUT/san-clang
-      build clang-asan-tests "$D/nbwd_tests" clang -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. $TEST_SRC -lm
-      build clang-asan-tests-emu "$D/nbwd_tests_emu" clang -std=c99 -O1 -g $W -Wno-psabi $SAN $TEST_DEFS \
-          -DNORM_BWD_SIMD_EMULATE -fopenmp -Itests -I. $TEST_SRC -lm ) &
-    wait
-    for cc in gcc clang; do
-        D=$OUT/san-$cc
-        bins="nbwd_tests test_hardening"
-        [ $cc = clang ] && bins="$bins nbwd_tests_emu"
-        ok=1
-        for f in $bins; do
-            [ -x "$D/$f" ] || { echo "--- build $cc $f: FAILED"; head -n 40 "$LOG"/build_$cc-*.log; FAIL=$((FAIL + 1)); ok=0; }
-        done
-        [ $ok = 1 ] || continue
-        eval q=\$quick_$cc
-        for isa in $(native_isas); do run "asan+ubsan $cc tests $isa${q:+ quick}" "$D/nbwd_tests" --isa $isa $q; done
-        # the layers this CPU lacks, through SIMDe (avx2 is native above)
-        # (the emulated avx512 in full: its 16-lane sweep runs on the large
-        # cases alone, and CPUs without AVX-512 have no native run of it)
-        if [ $cc = clang ]; then
-            for isa in avx512 avx512_bf16 neon; do
-                qe=$q; [ $isa = avx512 ] && qe=
-                run "asan+ubsan $cc tests $isa emulated${qe:+ quick}" "$D/nbwd_tests_emu" --isa $isa $qe
-            done
-        fi
-        run "asan+ubsan $cc hardening" "$D/test_hardening" --quick
-    done
+    # Six instrumented builds of minutes each (the whole header under the
+    # sanitizers) and their runs, in two chains of about equal length, one
+    # per core: each suite runs as soon as its build is done.
+    beside san_clang san_clang_chain
+    san_gcc_chain
+    joined san_clang
+}
+san_gcc_chain() {
+    D=$OUT/san-gcc
+    if build gcc-asan-tests "$D/nbwd_tests" gcc -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. $TEST_SRC -lm
+    then
+        for isa in $(native_isas); do run "asan+ubsan gcc tests $isa" "$D/nbwd_tests" --isa $isa; done
+    fi
+    build gcc-asan-hardening "$D/test_hardening" gcc -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread &&
+        run "asan+ubsan gcc hardening" "$D/test_hardening" --quick
     D=$OUT/san-tsan
-    if [ -x "$D/test_hardening" ]; then
+    if build tsan-hardening "$D/test_hardening" clang -std=c99 -O1 -g $W -fsanitize=thread -I. $HARD -lm -lpthread
+    then
         run "tsan clang hardening threads" "$D/test_hardening" --suite threads
         # the first-call race once more, with the choice capped through the environment
         run "tsan clang hardening threads (NORM_BWD_ISA=sse)" env NORM_BWD_ISA=sse "$D/test_hardening" --suite threads
-    else
-        echo "--- build tsan: FAILED"; head -n 40 "$LOG/build_tsan-hardening.log"; FAIL=$((FAIL + 1))
+    fi
+    D=$OUT/san-clang
+    build clang-asan-hardening "$D/test_hardening" clang -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread &&
+        run "asan+ubsan clang hardening" "$D/test_hardening" --quick
+}
+san_clang_chain() {
+    D=$OUT/san-clang
+    if build clang-asan-tests "$D/nbwd_tests" clang -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. \
+        $TEST_SRC -lm
+    then
+        for isa in $(native_isas); do run "asan+ubsan clang tests $isa${quick_clang:+ quick}" "$D/nbwd_tests" --isa $isa \
+            $quick_clang; done
+    fi
+    # the layers this CPU lacks, through SIMDe (avx2 is native above); the
+    # emulated avx512 in full: its 16-lane sweep runs on the large cases
+    # alone, and CPUs without AVX-512 have no native run of it
+    if build clang-asan-tests-emu "$D/nbwd_tests_emu" clang -std=c99 -O1 -g $W -Wno-psabi $SAN $TEST_DEFS \
+        -DNORM_BWD_SIMD_EMULATE -fopenmp -Itests -I. $TEST_SRC -lm
+    then
+        for isa in avx512 avx512_bf16 neon; do
+            qe=$quick_clang; [ $isa = avx512 ] && qe=
+            run "asan+ubsan clang tests $isa emulated${qe:+ quick}" "$D/nbwd_tests_emu" --isa $isa $qe
+        done
     fi
 }
 
@@ -161,41 +190,49 @@ fuzz() {
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
-    # Each build takes minutes (the whole header under ASan): two at a time,
-    # and the third and fourth while the first two targets run (a fuzz run
-    # uses one core).
-    build_fuzz() { # target
-        rm -f "$D/fuzz_$1"
-        build "fuzz_$1" "$D/fuzz_$1" clang -std=c99 -O1 -g $W -fsanitize=fuzzer,address,undefined \
-            -fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fuzz tests/fuzz/fuzz_$1.c -lm
-    }
-    ( build_fuzz layer_norm ) & ( build_fuzz batch_norm ) &
-    wait
-    ( build_fuzz misc ) & ( build_fuzz group_norm ) &
+    fzflags="-std=c99 -O1 -g $W -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -I."
+    # The library is built once (minutes: the whole header under ASan, with
+    # libFuzzer's coverage instrumentation) and linked into each target,
+    # whose own file builds in seconds (-DFZ_SEPARATE_IMPL); the targets
+    # fuzz two at a time (a fuzz run uses one core).
+    build fuzz_impl "$D/fuzz_impl.o" clang $fzflags -fsanitize=fuzzer-no-link -c tests/fuzz/fuzz_impl.c || return
     for t in layer_norm batch_norm misc group_norm; do
-        [ $t = misc ] && wait
-        # (a failed build printed its log already, in its subshell)
-        [ -x "$D/fuzz_$t" ] || { FAIL=$((FAIL + 1)); continue; }
-        rm -rf "$D/corpus_$t"; mkdir -p "$D/corpus_$t" "$D/artifacts"
-        [ -d tests/fuzz/corpus/$t ] && cp tests/fuzz/corpus/$t/* "$D/corpus_$t/" 2>/dev/null
-        run "fuzz $t ${fsecs}s" sh -c "'$D/fuzz_$t' -max_total_time=$fsecs -timeout=10 -rss_limit_mb=2048 -max_len=512 \
-            -print_final_stats=1 -artifact_prefix='$D/artifacts/${t}-' '$D/corpus_$t' && \
-            echo 'fuzz_$t: 1 passed, 0 failed'"
+        rm -f "$D/fuzz_$t"
+        build "fuzz_$t" "$D/fuzz_$t" clang $fzflags -fsanitize=fuzzer -DFZ_SEPARATE_IMPL -Itests/fuzz \
+            tests/fuzz/fuzz_$t.c "$D/fuzz_impl.o" -lm
     done
+    fuzz_one() { # target
+        [ -x "$D/fuzz_$1" ] || return 0 # (its failed build is counted and printed)
+        rm -rf "$D/corpus_$1"; mkdir -p "$D/corpus_$1" "$D/artifacts"
+        [ -d tests/fuzz/corpus/$1 ] && cp tests/fuzz/corpus/$1/* "$D/corpus_$1/" 2>/dev/null
+        run "fuzz $1 ${fsecs}s" sh -c "'$D/fuzz_$1' -max_total_time=$fsecs -timeout=10 -rss_limit_mb=2048 -max_len=512 \
+            -print_final_stats=1 -artifact_prefix='$D/artifacts/${1}-' '$D/corpus_$1' && \
+            echo 'fuzz_$1: 1 passed, 0 failed'"
+    }
+    beside fuzz_pair1 fuzz_one layer_norm
+    fuzz_one batch_norm
+    joined fuzz_pair1
+    beside fuzz_pair2 fuzz_one misc
+    fuzz_one group_norm
+    joined fuzz_pair2
 }
 
 hardening() {
     D=$OUT; huge=
     [ "${HUGE:-0}" = 1 ] && huge=--huge
     need libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
-    build hardening "$D/test_hardening" $CC -std=c99 -O2 $W -fopenmp -I. $HARD -lm -lpthread || return
+    beside hardening_emu hardening_emulated # (its build is the longest: the other core)
+    build hardening "$D/test_hardening" $CC -std=c99 -O2 $W -fopenmp -I. $HARD -lm -lpthread &&
+        run "hardening native" "$D/test_hardening" $huge
+    hardening_a64
+    joined hardening_emu
+}
+hardening_emulated() {
     build hardening-emu "$D/test_hardening_emu" $CC -std=c99 -O2 $W -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE \
         -I. $HARD -lm -lpthread || return
-    run "hardening native" "$D/test_hardening" $huge
     for isa in avx2 avx512 avx512_bf16 neon; do
         run "hardening emulated $isa" "$D/test_hardening_emu" --isa $isa --suite nan --suite threads --suite nested
     done
-    hardening_a64
 }
 
 # The hardening test cross-built for AArch64 (native NEON, and BFCVTN where
