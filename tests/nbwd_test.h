@@ -124,7 +124,8 @@ double t_buf_set(t_buf *b, int64_t linear, double v);
 /* All elements in logical (row-major) order, widened / rounded and stored. */
 void t_buf_to_dense(const t_buf *b, double *out);
 void t_buf_from_dense(t_buf *b, const double *in);
-/* Fills every element with (rounded) random N(mu, sigma) values. */
+/* Fills every element with (rounded) random values of mean mu and deviation
+   sigma, about normal (a sum of four uniforms: no tails past 3.5 sigma). */
 void t_buf_fill_normal(t_buf *b, t_rng *r, double mu, double sigma);
 /* 1 if every byte that is not an element is still canary. */
 int t_buf_canary_ok(const t_buf *b);
