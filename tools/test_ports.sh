@@ -25,10 +25,11 @@
 #            kernel tables); clang 16's cl driver (Debian's clang-16) also
 #            compiles it with target attributes
 # The runs use --quick (emulation is slow; the quick sweeps still cover
-# every kind of case). Builds and the two qemu runs go two at a time (the
-# machine has 2 cores). Each run prints one line: passed, failed, or skipped
-# with the reason (a missing package that cannot be installed). The last
-# line adds them up: "N passed, N failed".
+# every kind of case). Builds go two at a time (the machine has 2 cores);
+# the four qemu runs then go in two chains beside the other runs. Each run
+# prints one line: passed, failed, or skipped with the reason (a missing
+# package that cannot be installed). The last line adds them up: "N passed,
+# N failed".
 set -u
 B=${BUILD:-build}/ports
 NEED=tools/need.sh
@@ -173,6 +174,28 @@ if [ $s390x = 1 ]; then
     build "$B/s390x_gnu11" s390x-linux-gnu-gcc -std=gnu11 $FLAGS
     wait
 fi
+wait # (every build, the clang-cl compiles too)
+# The four qemu runs (a minute or more each, one core each) start now, in
+# two chains beside the runs below; their results are reported at the end.
+qemu_run() { # LOG [VAR=VALUE]... COMMAND...: its output into LOG, its status into LOG.rc
+    log=$1; shift
+    rm -f "$log.rc"
+    env "$@" > "$log" 2>&1; echo $? > "$log.rc"
+}
+qemu_s390x() { # std
+    qemu_run "$B/s390x_$1.log" QEMU_LD_PREFIX=/usr/s390x-linux-gnu qemu-s390x "$B/s390x_$1" --isa scalar --quick
+}
+qemu_armhf() { # isa
+    qemu_run "$B/armhf.$1.log" QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --isa $1 --quick
+}
+s390x_ok=0 armhf_ok=0
+[ $s390x = 1 ] && [ -x "$B/s390x_c99" ] && [ -x "$B/s390x_gnu11" ] && s390x_ok=1
+[ $armhf = 1 ] && [ -x "$B/armhf" ] && armhf_ok=1
+( [ $s390x_ok = 1 ] && qemu_s390x c99; [ $armhf_ok = 1 ] && qemu_armhf neon ) &
+qemu1=$!
+( [ $s390x_ok = 1 ] && qemu_s390x gnu11; [ $armhf_ok = 1 ] && qemu_armhf scalar ) &
+qemu2=$!
+
 if [ $i386 = 1 ]; then
     for mode in x87 sse2; do
         built "i386 $mode" "$B/i386_$mode" || continue
@@ -182,7 +205,6 @@ if [ $i386 = 1 ]; then
         done
     done
 fi
-wait
 if [ $msvc = 1 ]; then
     # compiled OBJ LABEL EXPECTED: the paths in OBJ's kernel tables, as expected?
     compiled() {
@@ -236,28 +258,17 @@ if [ $tcc = 1 ] && built "tcc" "$B/tcc"; then
     "$B/tcc" --isa scalar --quick > "$B/tcc.log" 2>&1
     report "tcc NORM_BWD_NO_SIMD scalar" "$B/tcc.log" $?
 fi
+wait $qemu1 $qemu2
 if [ $s390x = 1 ]; then
     for std in c99 gnu11; do
-        if built "s390x $std" "$B/s390x_$std"; then
-            ( QEMU_LD_PREFIX=/usr/s390x-linux-gnu qemu-s390x "$B/s390x_$std" --isa scalar --quick \
-                  > "$B/s390x_$std.log" 2>&1; echo $? > "$B/s390x_$std.rc" ) &
+        if built "s390x $std" "$B/s390x_$std" && [ -f "$B/s390x_$std.log.rc" ]; then
+            report "s390x -std=$std scalar (qemu)" "$B/s390x_$std.log" "$(cat "$B/s390x_$std.log.rc")"
         fi
-    done
-    wait
-    for std in c99 gnu11; do
-        [ -f "$B/s390x_$std.rc" ] && report "s390x -std=$std scalar (qemu)" "$B/s390x_$std.log" "$(cat "$B/s390x_$std.rc")"
-        rm -f "$B/s390x_$std.rc"
     done
 fi
 if [ $armhf = 1 ] && built "armhf" "$B/armhf"; then
     for isa in neon scalar; do
-        ( QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --isa $isa --quick \
-              > "$B/armhf.$isa.log" 2>&1; echo $? > "$B/armhf.$isa.rc" ) &
-    done
-    wait
-    for isa in neon scalar; do
-        report "armhf gcc 12 + OpenMP $isa (qemu-arm)" "$B/armhf.$isa.log" "$(cat "$B/armhf.$isa.rc")"
-        rm -f "$B/armhf.$isa.rc"
+        report "armhf gcc 12 + OpenMP $isa (qemu-arm)" "$B/armhf.$isa.log" "$(cat "$B/armhf.$isa.log.rc")"
     done
     # NEON without VFPv4's fused multiply-add: the dispatcher must pick scalar
     QEMU_CPU=cortex-a8 QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --suite detect \
