@@ -13,19 +13,20 @@
 # The seconds are those of the machine where the budget was set (a 2-core
 # Zen 4 VM). CI lands on other CPUs (a Zen 3 compiles the same file in about
 # twice the time), and a VM's neighbours can slow a build of this size by a
-# fifth for minutes, so each gcc -O2 build is followed by one of a
-# yardstick: norm_bwd.h as it was at 9555be6 (tools/compile_cost_yardstick.
-# tar.xz, never changed), which the same slow spells slow alike. Every time
-# is scaled by (the yardstick's gcc -O2 time on the budget's machine) / (its
-# time here) before it is checked: the code's growth over the yardstick
-# decides, not the CPU. The gcc -O2 line takes the median of the builds'
-# paired ratios (header / the yardstick right after it): least times taken
-# apart could pair a quiet minute's yardstick with a busier minute's
-# header. Both raw and scaled times are printed.
-# The -O2 lines, with the least room, are the least of RUNS builds (clang's
-# scaled by gcc's yardstick: one build of it swung by a third); the -O0
-# lines, far under their budgets, take one build; a scaled time over
-# its line is measured again (RUNS more builds, the least of all kept).
+# fifth for minutes, so each -O2 build (gcc and clang) runs beside a gcc
+# -O2 build of a yardstick, on the other core: norm_bwd.h as it was at
+# 9555be6 (tools/compile_cost_yardstick.tar.xz, never changed), which the
+# same slow spells slow alike. Every time is scaled by (the yardstick's
+# gcc -O2 time on the budget's machine) / (its time here) before it is
+# checked: the code's growth over the yardstick decides, not the CPU. The
+# -O2 lines take the median of the pairs' ratios (header / the yardstick
+# built beside it): least times taken apart could pair a quiet minute's
+# yardstick with a busier minute's header. Both raw and scaled times are
+# printed.
+# The -O2 lines, with the least room, take RUNS pairs; the -O0 lines, far
+# under their budgets, one build each, scaled by the least yardstick time;
+# a scaled time over its line is measured again (RUNS more builds, all
+# of them kept).
 # A gcc -O2 time still over then is decided by the compiler's instruction
 # counts for the header and the yardstick under cachegrind (instr_ratio).
 # Builds beside it inflate its times.
@@ -46,25 +47,30 @@ printf '#include "norm_bwd.h"\nfloat nbwd_cost_probe(void) { return nbwd_bf16_to
 
 # measure CC FLAGS FILE BUILDS YARDSTICK KEEP: sets T (seconds, least of
 # BUILDS), M (MB), TEXT (bytes), BIG (bytes), BIGNAME; with YARDSTICK=1
-# also YS, the yardstick's least seconds (the same flags, each build right
-# after one of FILE's). KEEP=1: T and YS carry over from the previous call
-# (a second series).
+# also YS, the yardstick's least seconds (gcc -O2, each build beside one
+# of FILE's) and a ratio per pair in $B/ratios. KEEP=1: T, YS and the
+# ratios carry over from the previous call (a second series).
 measure() {
     [ "$6" = 1 ] || T=999
     [ "$6" = 1 ] || [ "$5" = 0 ] || { YS=999; : > "$B/ratios"; }
     M=0
     i=0
     while [ $i -lt "$4" ]; do
+        if [ "$5" = 1 ]; then # the yardstick's gcc -O2 build at the same time, on the other core
+            rm -f "$B/time_ys"
+            /usr/bin/time -o "$B/time_ys" -f "%U %S" gcc -std=c99 -O2 -c "$B/yardstick/impl.c" -o "$B/ys.o" \
+                2> "$B/log_ys" &
+        fi
         if ! /usr/bin/time -o "$B/time" -f "%U %S %M" $1 -std=c99 $2 -I. -c "$3" -o "$B/cost.o" 2> "$B/log"; then
-            cat "$B/log"; T=999; M=0; TEXT=0; BIG=0; BIGNAME="(build failed)"; return 1
+            cat "$B/log"; wait; T=999; M=0; TEXT=0; BIG=0; BIGNAME="(build failed)"; return 1
         fi
         read -r u s m < "$B/time"
         T=$(echo "$u $s $T" | awk '{t = $1 + $2; print (t < $3) ? t : $3}')
         if [ "$5" = 1 ]; then
-            if ! /usr/bin/time -o "$B/time_ys" -f "%U %S" $1 -std=c99 $2 -c "$B/yardstick/impl.c" -o "$B/ys.o" 2> "$B/log"; then
-                cat "$B/log"; T=999; return 1
+            wait
+            if ! read -r yu ys_ < "$B/time_ys" || [ -z "$ys_" ]; then
+                cat "$B/log_ys"; T=999; return 1
             fi
-            read -r yu ys_ < "$B/time_ys"
             YS=$(echo "$yu $ys_ $YS" | awk '{t = $1 + $2; print (t < $3) ? t : $3}')
             echo "$u $s $yu $ys_" | awk '{print ($1 + $2) / ($3 + $4)}' >> "$B/ratios"
         fi
@@ -119,13 +125,13 @@ scale() {
 }
 
 echo "compile cost: the implementation file, every path compiled in ($(uname -m)); CPU times scaled to the"
-echo "budget's machine by a yardstick built after each gcc -O2 build (the header at 9555be6; see the script's head)"
+echo "budget's machine by a yardstick built beside each -O2 build (the header at 9555be6; see the script's head)"
 for cc in gcc clang; do
     command -v $cc > /dev/null 2>&1 || { echo "  $cc: not found"; FAIL=$((FAIL + 1)); continue; }
     for opt in "-O2" "-O0" "-O0 -g"; do
         ys=0 runs=1
         [ "$opt" = "-O2" ] && runs=$RUNS
-        if [ $cc = gcc ] && [ "$opt" = "-O2" ]; then ys=1; fi
+        [ "$opt" = "-O2" ] && ys=1
         if ! measure $cc "$opt" "$B/impl.c" $runs $ys 0; then
             echo "  $cc $opt: the build failed"; FAIL=$((FAIL + 1)); continue
         fi
@@ -137,7 +143,7 @@ for cc in gcc clang; do
             measure $cc "$opt" "$B/impl.c" "$RUNS" $ys 1 || true
             scale $ys
             echo "  $cc $opt: $first s over the budget; measured again: $S s"
-            if [ $ys = 1 ] && awk -v t="$S" -v l="$limit" 'BEGIN {exit !(t > l)}' && instr_ratio "$opt"; then
+            if [ $cc = gcc ] && awk -v t="$S" -v l="$limit" 'BEGIN {exit !(t > l)}' && instr_ratio "$opt"; then
                 echo "  $cc $opt: still over: the compiler's instructions instead (cachegrind, no timing):" \
                     "$HI here, $YI for the yardstick, ratio $IR"
                 S=$(echo "$IR $YS_REF" | awk '{printf "%.2f", $1 * $2}')
