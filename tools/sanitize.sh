@@ -30,7 +30,8 @@ mkdir -p "$OUT" "$LOG"
 PASS=0 FAIL=0 RUNS=0
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 W="-Wall -Wextra -pedantic -Werror"
-TEST_SRC="tests/impl.c tests/main.c tests/reference.c $(ls tests/test_*.c 2>/dev/null | sort | tr '\n' ' ')"
+TEST_SRC_REST="tests/main.c tests/reference.c $(ls tests/test_*.c 2>/dev/null | sort | tr '\n' ' ')"
+TEST_SRC="tests/impl.c $TEST_SRC_REST" # (impl.c: the one file with the implementation)
 HARD=tests/hardening/test_hardening.c
 # as the Makefile's test builds: a low streaming threshold so the
 # non-temporal store path runs on test-sized tensors
@@ -127,21 +128,35 @@ sanitize() {
     quick_clang=--quick
     [ "${SANITIZE_FULL:-0}" = 1 ] && quick_clang=
     mkdir -p "$OUT/san-gcc" "$OUT/san-clang" "$OUT/san-tsan"
-    # Six instrumented builds of minutes each (the whole header under the
-    # sanitizers) and their runs, in two chains of about equal length, one
-    # per core: each suite runs as soon as its build is done.
-    beside san_clang san_clang_chain
-    san_gcc_chain
-    joined san_clang
+    # Four instrumented builds of the whole header (minutes each; the
+    # hardening test links the suite's) and the TSan one, with their runs,
+    # in two chains of about equal length, one per core; the gcc suite's
+    # runs, in the second chain, wait for its build in the first.
+    rm -f "$OUT/san-gcc/built"
+    beside san_emulated san_chain_emulated
+    san_chain_main
+    joined san_emulated
 }
-san_gcc_chain() {
-    D=$OUT/san-gcc
-    if build gcc-asan-tests "$D/nbwd_tests" gcc -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. $TEST_SRC -lm
-    then
-        for isa in $(native_isas); do run "asan+ubsan gcc tests $isa" "$D/nbwd_tests" --isa $isa; done
+san_suite() { # CC: the instrumented library (tests/impl.c: the suite's allocator hooks) and the suite on it
+    D=$OUT/san-$1
+    build $1-asan-impl "$D/impl.o" $1 -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. -c tests/impl.c &&
+        build $1-asan-tests "$D/nbwd_tests" $1 -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. \
+            $TEST_SRC_REST "$D/impl.o" -lm
+}
+san_hardening() { # CC: the hardening test on the suite's library (-DTH_SEPARATE_IMPL)
+    D=$OUT/san-$1
+    build $1-asan-hardening "$D/test_hardening" $1 -std=c99 -O1 -g $W $SAN -fopenmp -DTH_SEPARATE_IMPL -I. $HARD \
+        "$D/impl.o" -lm -lpthread &&
+        run "asan+ubsan $1 hardening" "$D/test_hardening" --quick
+}
+san_chain_main() {
+    if san_suite gcc; then echo ok; else echo failed; fi > "$OUT/san-gcc/built"
+    if san_suite clang; then
+        for isa in $(native_isas); do
+            run "asan+ubsan clang tests $isa${quick_clang:+ quick}" "$OUT/san-clang/nbwd_tests" --isa $isa $quick_clang
+        done
+        san_hardening clang
     fi
-    build gcc-asan-hardening "$D/test_hardening" gcc -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread &&
-        run "asan+ubsan gcc hardening" "$D/test_hardening" --quick
     D=$OUT/san-tsan
     if build tsan-hardening "$D/test_hardening" clang -std=c99 -O1 -g $W -fsanitize=thread -I. $HARD -lm -lpthread
     then
@@ -149,18 +164,11 @@ san_gcc_chain() {
         # the first-call race once more, with the choice capped through the environment
         run "tsan clang hardening threads (NORM_BWD_ISA=sse)" env NORM_BWD_ISA=sse "$D/test_hardening" --suite threads
     fi
-    D=$OUT/san-clang
-    build clang-asan-hardening "$D/test_hardening" clang -std=c99 -O1 -g $W $SAN -fopenmp -I. $HARD -lm -lpthread &&
-        run "asan+ubsan clang hardening" "$D/test_hardening" --quick
+    # (the gcc suite's other paths run in the other chain: their lengths even out)
+    [ "$(cat "$OUT/san-gcc/built")" = ok ] && run "asan+ubsan gcc tests scalar" "$OUT/san-gcc/nbwd_tests" --isa scalar
 }
-san_clang_chain() {
+san_chain_emulated() {
     D=$OUT/san-clang
-    if build clang-asan-tests "$D/nbwd_tests" clang -std=c99 -O1 -g $W $SAN $TEST_DEFS -fopenmp -Itests -I. \
-        $TEST_SRC -lm
-    then
-        for isa in $(native_isas); do run "asan+ubsan clang tests $isa${quick_clang:+ quick}" "$D/nbwd_tests" --isa $isa \
-            $quick_clang; done
-    fi
     # the layers this CPU lacks, through SIMDe (avx2 is native above); the
     # emulated avx512 in full: its 16-lane sweep runs on the large cases
     # alone, and CPUs without AVX-512 have no native run of it
@@ -171,6 +179,16 @@ san_clang_chain() {
             qe=$quick_clang; [ $isa = avx512 ] && qe=
             run "asan+ubsan clang tests $isa emulated${qe:+ quick}" "$D/nbwd_tests_emu" --isa $isa $qe
         done
+    fi
+    waited=0 # for the other chain's gcc build (its first step; an hour at most)
+    while [ ! -s "$OUT/san-gcc/built" ] && [ $waited -lt 3600 ]; do sleep 2; waited=$((waited + 2)); done
+    if [ "$(cat "$OUT/san-gcc/built" 2>/dev/null)" = ok ]; then
+        for isa in $(native_isas); do
+            [ $isa = scalar ] || run "asan+ubsan gcc tests $isa" "$OUT/san-gcc/nbwd_tests" --isa $isa
+        done
+        san_hardening gcc
+    elif [ $waited -ge 3600 ]; then
+        echo "--- asan+ubsan gcc: FAILED: its build never finished"; FAIL=$((FAIL + 1))
     fi
 }
 

@@ -32,8 +32,18 @@
 #if !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
+#if !defined(TH_SEPARATE_IMPL)
 #define NORM_BWD_IMPLEMENTATION
 #include "norm_bwd.h"
+#else /* the implementation linked in from tests/impl.c (the sanitizer builds
+         share it with the suite): its allocator hooks, passed through */
+#include "norm_bwd.h"
+#include <stdlib.h>
+void *t_hook_malloc(size_t size);
+void t_hook_free(void *ptr);
+void *t_hook_malloc(size_t size) { return malloc(size); }
+void t_hook_free(void *ptr) { free(ptr); }
+#endif
 
 #include <math.h>
 #include <stdio.h>
