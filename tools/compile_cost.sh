@@ -29,7 +29,7 @@
 # of them kept), but for gcc -O2, which the compiler's instruction counts
 # for the header and the yardstick under cachegrind then decide
 # (instr_ratio; without valgrind, measured again too).
-# Builds beside it inflate its times.
+# Other work running beside the script inflates its times.
 set -u
 B=${BUILD:-build}/compile-cost
 RUNS=${RUNS:-3}

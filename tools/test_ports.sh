@@ -172,14 +172,12 @@ fi
 if [ $s390x = 1 ]; then
     build "$B/s390x_c99" s390x-linux-gnu-gcc -std=c99 $FLAGS
     build "$B/s390x_gnu11" s390x-linux-gnu-gcc -std=gnu11 $FLAGS
-    wait
 fi
 wait # (every build, the clang-cl compiles too)
 # The four qemu runs (a minute or more each, one core each) start now, in
 # two chains beside the runs below; their results are reported at the end.
 qemu_run() { # LOG [VAR=VALUE]... COMMAND...: its output into LOG, its status into LOG.rc
     log=$1; shift
-    rm -f "$log.rc"
     env "$@" > "$log" 2>&1; echo $? > "$log.rc"
 }
 qemu_s390x() { # std
@@ -188,6 +186,7 @@ qemu_s390x() { # std
 qemu_armhf() { # isa
     qemu_run "$B/armhf.$1.log" QEMU_LD_PREFIX=/usr/arm-linux-gnueabihf qemu-arm "$B/armhf" --isa $1 --quick
 }
+rm -f "$B"/*.log.rc # (a run that does not happen must not report an old status)
 s390x_ok=0 armhf_ok=0
 [ $s390x = 1 ] && [ -x "$B/s390x_c99" ] && [ -x "$B/s390x_gnu11" ] && s390x_ok=1
 [ $armhf = 1 ] && [ -x "$B/armhf" ] && armhf_ok=1

@@ -34,10 +34,11 @@
 #endif
 #if !defined(TH_SEPARATE_IMPL)
 #define NORM_BWD_IMPLEMENTATION
+#endif
 #include "norm_bwd.h"
-#else /* the implementation linked in from tests/impl.c (the sanitizer builds
-         share it with the suite): its allocator hooks, passed through */
-#include "norm_bwd.h"
+#if defined(TH_SEPARATE_IMPL) /* the implementation linked in from tests/impl.c (the
+                                 sanitizer builds share it with the suite): its
+                                 allocator hooks, passed through */
 #include <stdlib.h>
 void *t_hook_malloc(size_t size);
 void t_hook_free(void *ptr);
