@@ -423,11 +423,11 @@
    Paths: scalar (portable C), sse (SIMDe, SSE2; NEON-translated on AArch64;
    SIMD128 on WebAssembly built with -msimd128, chosen by the build; on
    32-bit x86 only in builds with SSE2 enabled),
-   avx2 (+FMA, F16C), avx512 (F, BW, VL), avx512_bf16 (avx512 + DQ narrowing
-   to bf16 with VCVTNEPS2BF16), neon (AArch64; and 32-bit Arm Linux with a
+   avx2 (+FMA, F16C), avx512 (F, BW, VL, DQ), avx512_bf16 (avx512's kernels
+   narrowing to bf16 with VCVTNEPS2BF16), neon (AArch64; and 32-bit Arm Linux with a
    hard-float ABI, Armv7+, NEON and VFPv4 by HWCAP, compiled by gcc, or by
-   clang with -mfpu=neon-vfpv4), neon_bf16 (neon narrowing with BFCVTN,
-   Armv8.6 BF16). On 32-bit Arm the neon path takes f32 and bf16 data (f16:
+   clang with -mfpu=neon-vfpv4), neon_bf16 (neon's kernels narrowing with
+   BFCVTN, Armv8.6 BF16). On 32-bit Arm the neon path takes f32 and bf16 data (f16:
    the scalar kernels), and, as Advanced SIMD always does there, flushes
    subnormal floats to zero and returns the default NaN (no payload): choose
    scalar where subnormals matter. The sse path runs f32 data in SSE2 and hands
@@ -1021,6 +1021,10 @@ NBWD_API void nbwd_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) { nb
 NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) { nbwd__narrow_n(src, dst, NBWD_F16, n); }
 
 static size_t nbwd__esize(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
+/* The data type code the kernels take for bf16 data that they narrow with
+   the path's bf16 instruction (avx512_bf16, neon_bf16): the same kernels as
+   the path without it, told per call which narrowing to use. */
+#define NBWD__BF16_HW 3
 
 /* Element i of a tensor of dtype dt, widened to float. */
 static float nbwd__load(const void *p, int64_t i, int dt) {
@@ -1098,6 +1102,7 @@ typedef struct nbwd__planes {
 #define NBWD__DATA16(dt) ((dt) != NBWD_F32)
 typedef struct nbwd__kernels {
     nbwd_isa isa;
+    int bf16_dt; /* the code the kernels take for bf16 data: NBWD_BF16 or NBWD__BF16_HW */
     void (*ln_rows[2])(const nbwd__rows *rows);
     void (*bn_rows[2])(const nbwd__rows *rows);
     void (*planes_reduce[2])(const nbwd__planes *planes);
@@ -1114,6 +1119,8 @@ typedef struct nbwd__kernels {
     void (*add_store)(const float *v, const void *res, void *out, int dt, int64_t n, int stream);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
 } nbwd__kernels;
+/* The data type code for k's kernels: bf16 as k narrows it */
+static int nbwd__kdt(const nbwd__kernels *k, int dt) { return dt == NBWD_BF16 ? k->bf16_dt : dt; }
 
 /* Non-temporal stores only ever write whole 64-byte lines: a line written
    partly by them and partly by ordinary stores (a row's ends, a neighbour
@@ -1145,6 +1152,9 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 #define NBWD__LAYER_F32 1
 #define NBWD__LAYER_16BIT 2
 #define NBWD__LAYER_NARROW_ROWS 0 /* (rows of at most 4 elements) */
+#define NBWD__LAYER_HW_BF16 0
+#define NBWD__KSUFFIX_HW
+#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V float
 #define NBWD__VW 1
 #define NBWD__V_ZERO() 0.0f
@@ -1175,6 +1185,7 @@ static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int strea
 #define NBWD__WIDEN_BF16(h) nbwd__bf16_to_f32(h)
 #define NBWD__NARROW_F16(v) nbwd__f32_to_f16(v)
 #define NBWD__NARROW_BF16(v) nbwd__f32_to_bf16(v)
+#define NBWD__NARROW_BF16_HW(v) nbwd__f32_to_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) ((p)[0] = nbwd__f32_to_bf16(v0), (p)[1] = nbwd__f32_to_bf16(v1))
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #define NBWD__LAYER_RSTD_LANES 0
@@ -1289,7 +1300,10 @@ static int nbwd__cpu_paths(void) {
 #if defined(NBWD__X86)
     unsigned r[4], max_leaf;
     const unsigned avx = NBWD__CPUID1_ECX_OSXSAVE | NBWD__CPUID1_ECX_AVX | NBWD__CPUID1_ECX_FMA | NBWD__CPUID1_ECX_F16C;
-    const unsigned avx512 = NBWD__CPUID7_EBX_AVX512F | NBWD__CPUID7_EBX_AVX512BW | NBWD__CPUID7_EBX_AVX512VL;
+    /* DQ too: the avx512 kernels are compiled for avx512_bf16's target, which
+       includes it (every CPU with BW has it) */
+    const unsigned avx512 = NBWD__CPUID7_EBX_AVX512F | NBWD__CPUID7_EBX_AVX512BW | NBWD__CPUID7_EBX_AVX512VL |
+                            NBWD__CPUID7_EBX_AVX512DQ;
     nbwd__cpuid(0, 0, r);
     max_leaf = r[0];
     nbwd__cpuid(1, 0, r);
@@ -1304,7 +1318,7 @@ static int nbwd__cpu_paths(void) {
             paths |= 1 << NBWD_ISA_AVX2;
             if ((xcr0 & NBWD__XCR0_AVX512) == NBWD__XCR0_AVX512 && (ebx7 & avx512) == avx512) {
                 paths |= 1 << NBWD_ISA_AVX512;
-                if (max_sub7 >= 1 && (ebx7 & NBWD__CPUID7_EBX_AVX512DQ)) { /* DQ: VFPCLASSPS */
+                if (max_sub7 >= 1) {
                     nbwd__cpuid(7, 1, r);
                     if (r[0] & NBWD__CPUID7_1_EAX_AVX512_BF16) paths |= 1 << NBWD_ISA_AVX512_BF16;
                 }
@@ -1490,7 +1504,8 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa) {
 static void nbwd__narrow_n(const float *src, uint16_t *dst, int dt, int64_t n) {
     const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
     if (!src || !dst || n <= 0) return;
-    (k ? k : &nbwd__kernels_scalar)->narrow(src, dst, dt, n);
+    if (!k) k = &nbwd__kernels_scalar;
+    k->narrow(src, dst, nbwd__kdt(k, dt), n);
 }
 static void nbwd__widen_n(const uint16_t *src, float *dst, int dt, int64_t n) {
     const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
@@ -2329,7 +2344,7 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
     r->k->ln_rows[0](batch);
     if (!dx_via_slot) return;
     for (i = 0; i < count; ++i)
-        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz, p->dt, n,
+        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz, nbwd__kdt(r->k, p->dt), n,
                         r->stream);
     if (r->stream) r->k->fence();
 }
@@ -2357,7 +2372,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.x = r->x; /* (staging points them into the slot) */
         batch.dy = r->dy;
         batch.dx = r->want_dx ? r->dx : NULL;
-        batch.dt = p->dt;
+        batch.dt = nbwd__kdt(r->k, p->dt);
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
         if (r->outer.nd == 1 && p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
@@ -2880,7 +2895,7 @@ NBWD__INLINE nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, in
     const nbwd__bn_plan *p = r->p;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = p->dt;
+    pl.dt = nbwd__kdt(r->k, p->dt);
     pl.n = p->S;
     pl.count = c1 - c0;
     pl.x_step = p->st[0][1];
@@ -3004,7 +3019,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.x = (const char *)xt;
     batch.dy = (const char *)dyt;
     batch.dx = apply ? (char *)xt : NULL;
-    batch.dt = p->dt;
+    batch.dt = nbwd__kdt(r->k, p->dt);
     if (!apply) memset(r->partials + b * 2 * C, 0, (size_t)C * 2 * 4);
     for (c0 = 0; c0 < C; c0 += NBWD__TILE_CHANS) {
         w = C - c0 < NBWD__TILE_CHANS ? C - c0 : NBWD__TILE_CHANS;
@@ -3045,7 +3060,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
     batch.n = C;
-    batch.dt = p->dt;
+    batch.dt = nbwd__kdt(r->k, p->dt);
     batch.stream = r->stream;
     batch.chans.xm = r->xm; batch.chans.xs = r->xs;
     batch.chans.mg = r->mg; batch.chans.mgx = r->mgx; batch.chans.scale = r->scale;
@@ -3610,7 +3625,7 @@ static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, in
     int64_t esz = (int64_t)nbwd__esize(p->dt);
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = p->dt;
+    pl.dt = nbwd__kdt(r->k, p->dt);
     pl.n = n_elems;
     pl.count = count;
     pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1] + e0) * esz;
@@ -3718,7 +3733,7 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
     batch.x = r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz;
     batch.dy = r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz;
     batch.dx = r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz;
-    batch.dt = p->dt;
+    batch.dt = nbwd__kdt(r->k, p->dt);
     batch.chans.xm = co[0]; batch.chans.xs = co[1]; batch.chans.mg = co[2];
     batch.chans.mgx = co[3]; batch.chans.scale = co[4]; batch.chans.gain = co[5];
     while (e < p->S) {
@@ -3736,7 +3751,7 @@ static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0, run;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = p->dt;
+    pl.dt = nbwd__kdt(r->k, p->dt);
     pl.n = p->S;
     pl.x_step = p->st[0][1];
     pl.dy_step = p->st[1][1];
@@ -3789,7 +3804,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
     batch.n = C;
-    batch.dt = p->dt;
+    batch.dt = nbwd__kdt(r->k, p->dt);
     batch.stream = r->stream;
     batch.chans.xm = r->xm + n * C; batch.chans.xs = r->xs + n * C;
     batch.chans.mg = r->mg + n * C; batch.chans.mgx = r->mgx + n * C; batch.chans.scale = r->scale + n * C;
@@ -4001,14 +4016,20 @@ NBWD__PLAN_CODE_END
      NBWD__LAYER_F32                          1: the path compiles its f32 kernels;
                                               0: it takes NBWD__KBASE's
      NBWD__LAYER_16BIT                        2: its bf16/f16 kernels; 1: bf16 alone
-                                              (f16 from NBWD__KBASE: a path that
-                                              differs from its base only in the bf16
-                                              narrowing, avx512_bf16, neon_bf16); 0:
-                                              all NBWD__KBASE's (sse: scalar's)
+                                              (f16 from NBWD__KBASE: 32-bit Arm's
+                                              neon); 0: all NBWD__KBASE's (sse:
+                                              scalar's)
      NBWD__KBASE                              the suffix those kernels come from
      NBWD__LAYER_NARROW_ROWS                  1: copies of the LayerNorm kernel for
                                               rows of 2-4 vectors (where a bench
                                               shape uses them)
+     NBWD__LAYER_HW_BF16                      1: the path has a bf16 narrowing
+     NBWD__KSUFFIX_HW NBWD__KISA_HW           instruction (NBWD__NARROW_BF16_HW): a
+                                              second table, nbwd__kernels##SUFFIX_HW
+                                              for nbwd_isa KISA_HW, runs the same
+                                              kernels with bf16 data as
+                                              NBWD__BF16_HW, which narrows with it;
+                                              0: neither (the two names unused)
      NBWD__V NBWD__VW                         the vector type, VW float lanes
      NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
      NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
@@ -4027,6 +4048,8 @@ NBWD__PLAN_CODE_END
      NBWD__H_STREAM(p, h)                     non-temporal where the layer finds it pays
      NBWD__WIDEN_F16(h) NBWD__WIDEN_BF16(h)   to a vector of f32 (exact)
      NBWD__NARROW_F16(v) NBWD__NARROW_BF16(v) from one: nearest even, NaN a quiet NaN
+     NBWD__NARROW_BF16_HW(v)                  the same bits by the bf16 instruction
+                                              (without one: NBWD__NARROW_BF16)
      NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values to bf16 at p (one pack where
      NBWD__V_STREAM2_BF16(p, v0, v1)          the narrowing is integer code)
      NBWD__LAYER_RSTD_LANES                   0, or LANES with
@@ -4035,6 +4058,10 @@ NBWD__PLAN_CODE_END
    ========================================================================== */
 #define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__INLINE NBWD__KTARGET
+/* bf16 data narrowed with the path's instruction (a constant 0 on a path
+   without one, so its kernels compile no such branch); bf16 either way */
+#define NBWD__IS_BF16_HW(dt) (NBWD__LAYER_HW_BF16 && (dt) == NBWD__BF16_HW)
+#define NBWD__IS_BF16(dt) ((dt) == NBWD_BF16 || NBWD__IS_BF16_HW(dt))
 
 /* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
    in every loop): a whole vector. */
@@ -4054,7 +4081,7 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__load_data)(const void *p, int64_t i, int lanes, 
     NBWD__H h;
     if (dt == NBWD_F32) return NBWD__K(nbwd__load)((const float *)p + i, lanes);
     h = lanes < NBWD__VW ? NBWD__H_LOAD_N(q, lanes) : NBWD__H_LOAD(q);
-    return dt == NBWD_BF16 ? NBWD__WIDEN_BF16(h) : NBWD__WIDEN_F16(h);
+    return NBWD__IS_BF16(dt) ? NBWD__WIDEN_BF16(h) : NBWD__WIDEN_F16(h);
 }
 NBWD__KFN void NBWD__K(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, NBWD__V v, int stream) {
     uint16_t *q = (uint16_t *)p + i;
@@ -4063,13 +4090,14 @@ NBWD__KFN void NBWD__K(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, 
         NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
         return;
     }
-    h = dt == NBWD_BF16 ? NBWD__NARROW_BF16(v) : NBWD__NARROW_F16(v);
+    h = NBWD__IS_BF16_HW(dt) ? NBWD__NARROW_BF16_HW(v) : dt == NBWD_BF16 ? NBWD__NARROW_BF16(v) : NBWD__NARROW_F16(v);
     if (lanes < NBWD__VW) NBWD__H_STORE_N(q, lanes, h);
     else if (stream) NBWD__H_STREAM(q, h);
     else NBWD__H_STORE(q, h);
 }
 /* Two whole vectors at element i; bf16 narrows the pair in one go (one
-   pack, one store on the paths whose narrowing is integer code). */
+   pack, one store on the paths whose narrowing is integer code; the bf16
+   instruction narrows one vector at a time). */
 NBWD__KFN void NBWD__K(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0, NBWD__V v1, int stream) {
     if (dt == NBWD_BF16 && stream) NBWD__V_STREAM2_BF16((uint16_t *)p + i, v0, v1);
     else if (dt == NBWD_BF16) NBWD__V_NARROW2_BF16((uint16_t *)p + i, v0, v1);
@@ -4238,7 +4266,7 @@ NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, 
 NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
                                          int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
                                          int has_gamma, const float *keep) {
-    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
+    for (; NBWD__IS_BF16(dt) && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
         NBWD__K(nbwd__store_pair)(
             dx, i, dt,
             NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
@@ -4296,7 +4324,7 @@ NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *
         NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
         int st = i + 2 * NBWD__VW <= nt_end;
         if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
-        if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
+        if (!NBWD__IS_BF16(dt) && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
             NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
                                       st);
@@ -4374,7 +4402,7 @@ NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
     /* bf16: whole vectors stored in pairs (see store_pair) */
-    const int paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
+    const int paired = NBWD__IS_BF16(dt) ? (tail ? nv - 1 : nv) & ~1 : 0;
     NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
@@ -4727,7 +4755,8 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
 NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__LAYER_NARROW_ROWS, 0)
 #endif
 #if NBWD__LAYER_16BIT == 2
-NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD_F16), NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
+NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD__IS_BF16_HW(dt) ? NBWD__BF16_HW : NBWD_F16),
+              NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
 #elif NBWD__LAYER_16BIT == 1
 NBWD__ENTRIES(16, NBWD_BF16, NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 1)
 #endif
@@ -4797,23 +4826,32 @@ static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *r
 #else
 #define NBWD__K16(name) NBWD__CAT(name, NBWD__KBASE)
 #endif
-static const nbwd__kernels NBWD__K(nbwd__kernels) = {
-    NBWD__KISA,
-    {NBWD__KF32(nbwd__ln_rows_f32), NBWD__K16(nbwd__ln_rows_16)},
-    {NBWD__KF32(nbwd__bn_rows_f32), NBWD__K16(nbwd__bn_rows_16)},
-    {NBWD__KF32(nbwd__planes_reduce_f32), NBWD__K16(nbwd__planes_reduce_16)},
-    {NBWD__KF32(nbwd__planes_apply_f32), NBWD__K16(nbwd__planes_apply_16)},
-    NBWD__KF32(nbwd__add),
-    NBWD__KF32(nbwd__rstd),
-    NBWD__KF32(nbwd__widen),
-    NBWD__K(nbwd__narrow),
-    NBWD__KF32(nbwd__unscale),
-    NBWD__KF32(nbwd__add_store),
-    NBWD__KF32(nbwd__fence)};
+#define NBWD__TABLE(ISA, BF16_DT)                                                                       \
+    {ISA,                                                                                               \
+     BF16_DT,                                                                                           \
+     {NBWD__KF32(nbwd__ln_rows_f32), NBWD__K16(nbwd__ln_rows_16)},                                  \
+     {NBWD__KF32(nbwd__bn_rows_f32), NBWD__K16(nbwd__bn_rows_16)},                                  \
+     {NBWD__KF32(nbwd__planes_reduce_f32), NBWD__K16(nbwd__planes_reduce_16)},                      \
+     {NBWD__KF32(nbwd__planes_apply_f32), NBWD__K16(nbwd__planes_apply_16)},                        \
+     NBWD__KF32(nbwd__add),                                                                         \
+     NBWD__KF32(nbwd__rstd),                                                                        \
+     NBWD__KF32(nbwd__widen),                                                                       \
+     NBWD__K(nbwd__narrow),                                                                         \
+     NBWD__KF32(nbwd__unscale),                                                                     \
+     NBWD__KF32(nbwd__add_store),                                                                   \
+     NBWD__KF32(nbwd__fence)}
+static const nbwd__kernels NBWD__K(nbwd__kernels) = NBWD__TABLE(NBWD__KISA, NBWD_BF16);
+#if NBWD__LAYER_HW_BF16
+/* the path with its bf16 instruction: the same kernels, told so per call */
+static const nbwd__kernels NBWD__CAT(nbwd__kernels, NBWD__KSUFFIX_HW) = NBWD__TABLE(NBWD__KISA_HW, NBWD__BF16_HW);
+#endif
+#undef NBWD__TABLE
 #undef NBWD__KF32
 #undef NBWD__K16
 #undef NBWD__K
 #undef NBWD__KFN
+#undef NBWD__IS_BF16_HW
+#undef NBWD__IS_BF16
 #undef NBWD__XHAT_OF
 #undef NBWD__DX_OF
 #undef NBWD__XHAT
@@ -4837,6 +4875,9 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__LAYER_F32
 #undef NBWD__LAYER_16BIT
 #undef NBWD__LAYER_NARROW_ROWS
+#undef NBWD__LAYER_HW_BF16
+#undef NBWD__KSUFFIX_HW
+#undef NBWD__KISA_HW
 #undef NBWD__V
 #undef NBWD__VW
 #undef NBWD__V_ZERO
@@ -4863,6 +4904,7 @@ static const nbwd__kernels NBWD__K(nbwd__kernels) = {
 #undef NBWD__WIDEN_BF16
 #undef NBWD__NARROW_F16
 #undef NBWD__NARROW_BF16
+#undef NBWD__NARROW_BF16_HW
 #undef NBWD__V_NARROW2_BF16
 #undef NBWD__V_STREAM2_BF16
 #undef NBWD__LAYER_RSTD_LANES

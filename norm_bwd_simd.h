@@ -13,10 +13,12 @@
                                          x86-64, translated to NEON on AArch64
      avx2    <immintrin.h> + target      x86 gcc/clang/MSVC (AVX2, FMA, F16C)
              attribute "avx2,fma,f16c"
-     avx512  <immintrin.h> + target      x86 gcc/clang/MSVC (AVX-512 F/BW/VL)
-             "avx512f,avx512bw,avx512vl"
+     avx512  <immintrin.h> + target      x86 gcc/clang/MSVC (AVX-512
+             "avx512f,avx512bw,avx512vl"  F/BW/VL/DQ); with gcc 10+ or clang
+             (+ "avx512dq,avx512bf16")   9+ the same kernels also serve
+                                         avx512_bf16 (VCVTNEPS2BF16)
      neon    <arm_neon.h>                AArch64 (FCVTL/FCVTN for f16, bf16
-                                         by shifts)
+                                         by shifts; neon_bf16: BFCVTN)
    The target attributes let a plain `cc -O2` build carry AVX2 and AVX-512
    code; the dispatcher in norm_bwd.h runs it only where cpuid + xgetbv say
    the CPU and OS support it. MSVC needs no attributes (it accepts every
@@ -27,7 +29,6 @@
    they run (slowly, emulated) on any x86 CPU; the emulated paths can be
    selected explicitly but are never chosen automatically.
 */
-#if !defined(NBWD__SIMD_LAYER) /* (else: a vector layer's names, at the end) */
 #if !defined(NBWD__IMPLEMENTED) || defined(NBWD__SIMD_INCLUDED)
 #error "norm_bwd_simd.h is included by norm_bwd.h under NORM_BWD_IMPLEMENTATION; do not include it directly"
 #endif
@@ -340,6 +341,9 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__LAYER_F32 1
 #define NBWD__LAYER_16BIT 0
 #define NBWD__LAYER_NARROW_ROWS 0 /* (no narrow shape of the benchmark is narrow here) */
+#define NBWD__LAYER_HW_BF16 0
+#define NBWD__KSUFFIX_HW
+#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V simde__m128
 #define NBWD__VW 4
 #define NBWD__V_ZERO() simde_mm_setzero_ps()
@@ -366,6 +370,7 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__WIDEN_BF16(h) nbwd__sse_widen_bf16(h)
 #define NBWD__NARROW_F16(v) nbwd__sse_narrow_f16(v)
 #define NBWD__NARROW_BF16(v) nbwd__sse_narrow_bf16(v)
+#define NBWD__NARROW_BF16_HW(v) nbwd__sse_narrow_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
 #define NBWD__V_STREAM2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
 #define NBWD__LAYER_RSTD_LANES 2
@@ -521,6 +526,9 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__LAYER_F32 1
 #define NBWD__LAYER_16BIT 2
 #define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__LAYER_HW_BF16 0
+#define NBWD__KSUFFIX_HW
+#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V NBWD__M256
 #define NBWD__VW 8
 #define NBWD__V_ZERO() NBWD__MM256(setzero_ps)()
@@ -547,6 +555,7 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__WIDEN_BF16(h) nbwd__avx2_widen_bf16(h)
 #define NBWD__NARROW_F16(v) NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST)
 #define NBWD__NARROW_BF16(v) nbwd__avx2_pack_bf16(v)
+#define NBWD__NARROW_BF16_HW(v) nbwd__avx2_pack_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) \
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
 /* Pairs of bf16 vectors take ordinary stores even out of cache: they
@@ -671,24 +680,14 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBW
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)p, h);
 }
 
-#define NBWD__AVX512_PACK_BF16(v) nbwd__avx512_pack_bf16(v)
-#define NBWD__SIMD_LAYER 512
-#include "norm_bwd_simd.h" /* the avx512 layer (at the end of this file) */
-#undef NBWD__SIMD_LAYER
-#define NBWD__KSUFFIX _avx512
-#define NBWD__KISA NBWD_ISA_AVX512
-#define NBWD__KTARGET NBWD__TARGET_AVX512
-#define NBWD__KBASE _avx512
-#define NBWD__LAYER_F32 1
-#define NBWD__LAYER_16BIT 2
-#define NBWD__LAYER_NARROW_ROWS 1
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
-#undef NBWD__AVX512_PACK_BF16
-
-/* avx512_bf16: the same layer, narrowing to bf16 with VCVTNEPS2BF16 (gcc 10+,
-   clang 9+; not attempted under MSVC). */
+/* avx512_bf16: the avx512 kernels, narrowing bf16 with VCVTNEPS2BF16 (gcc
+   10+, clang 9+; not attempted under MSVC). One set of kernels serves both
+   paths: they are compiled with the AVX512_BF16 (and DQ) target and take
+   the narrowing per call (NBWD__BF16_HW, norm_bwd.h), so the instruction
+   runs only where the dispatcher found it. Compilers emit AVX512_BF16
+   instructions only for its intrinsics (and bf16-typed arithmetic, which
+   this code has none of), and every CPU with AVX-512 BW has DQ, which the
+   dispatcher checks as well. */
 #if !defined(NORM_BWD_NO_AVX512_BF16) && !defined(NBWD__MSVC) &&                                     \
     (defined(NORM_BWD_SIMD_EMULATE) || (defined(__clang__) && __clang_major__ >= 9) ||                 \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
@@ -737,24 +736,64 @@ static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NB
     if (nbwd__denormal_lanes(v)) return nbwd__avx512bf16_pack_rare(v);
     return nbwd__cvtneps_pbh(v);
 }
-/* The avx512 layer with this narrowing: the 16-bit kernels alone, the f32
-   ones are avx512's. */
-#define NBWD__AVX512_PACK_BF16(v) nbwd__avx512bf16_pack_bf16(v)
-#define NBWD__SIMD_LAYER 512
-#include "norm_bwd_simd.h"
-#undef NBWD__SIMD_LAYER
-#define NBWD__KSUFFIX _avx512_bf16
-#define NBWD__KISA NBWD_ISA_AVX512_BF16
+#endif /* NBWD__HAVE_AVX512_BF16 */
+
+/* The avx512 layer (and avx512_bf16's table of the same kernels) */
+#if defined(NBWD__HAVE_AVX512_BF16)
 #define NBWD__KTARGET NBWD__TARGET_AVX512_BF16
+#define NBWD__LAYER_HW_BF16 1
+#define NBWD__NARROW_BF16_HW(v) nbwd__avx512bf16_pack_bf16(v)
+#else
+#define NBWD__KTARGET NBWD__TARGET_AVX512
+#define NBWD__LAYER_HW_BF16 0
+#define NBWD__NARROW_BF16_HW(v) nbwd__avx512_pack_bf16(v)
+#endif
+#define NBWD__KSUFFIX _avx512
+#define NBWD__KSUFFIX_HW _avx512_bf16
+#define NBWD__KISA_HW NBWD_ISA_AVX512_BF16
+#define NBWD__KISA NBWD_ISA_AVX512
 #define NBWD__KBASE _avx512
-#define NBWD__LAYER_F32 0
-#define NBWD__LAYER_16BIT 1
+#define NBWD__LAYER_F32 1
+#define NBWD__LAYER_16BIT 2
 #define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__V NBWD__M512
+#define NBWD__VW 16
+#define NBWD__V_ZERO() NBWD__MM512(setzero_ps)()
+#define NBWD__V_SET1(s) NBWD__MM512(set1_ps)(s)
+#define NBWD__V_ADD(a, b) NBWD__MM512(add_ps)(a, b)
+#define NBWD__V_SUB(a, b) NBWD__MM512(sub_ps)(a, b)
+#define NBWD__V_MUL(a, b) NBWD__MM512(mul_ps)(a, b)
+#define NBWD__V_FMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
+#define NBWD__V_HSUM(v) nbwd__avx512_hsum(v)
+#define NBWD__V_LOAD(p) NBWD__MM512(loadu_ps)(p)
+#define NBWD__V_STORE(p, v) NBWD__MM512(storeu_ps)(p, v)
+#define NBWD__V_LOAD_N(p, n) NBWD__512_MASKZ_LOADU_PS(NBWD__AVX512_FIRST(n), p)
+#define NBWD__V_STORE_N(p, n, v) NBWD__512_MASK_STOREU_PS(p, NBWD__AVX512_FIRST(n), v)
+#define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
+#define NBWD__V_FENCE() NBWD__MM(sfence)()
+#define NBWD__LAYER_HAS_STREAM 1
+#define NBWD__H NBWD__M256I
+#define NBWD__H_LOAD(p) NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)(p))
+#define NBWD__H_LOAD_N(p, n) NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p)
+#define NBWD__H_STORE(p, h) nbwd__avx512_store_epi16(p, h)
+#define NBWD__H_STORE_N(p, n, h) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), h)
+#define NBWD__H_STREAM(p, h) NBWD__AVX512_STREAM16(p, h)
+#define NBWD__WIDEN_F16(h) NBWD__512_CVTPH_PS(h)
+#define NBWD__WIDEN_BF16(h) nbwd__avx512_widen_bf16(h)
+#define NBWD__NARROW_F16(v) NBWD__512_CVTPS_PH(v)
+#define NBWD__NARROW_BF16(v) nbwd__avx512_pack_bf16(v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1)                           \
+    (nbwd__avx512_store_epi16(p, nbwd__avx512_pack_bf16(v0)), \
+     nbwd__avx512_store_epi16((p) + 16, nbwd__avx512_pack_bf16(v1)))
+#define NBWD__V_STREAM2_BF16(p, v0, v1)                        \
+    (NBWD__AVX512_STREAM16(p, nbwd__avx512_pack_bf16(v0)), \
+     NBWD__AVX512_STREAM16((p) + 16, nbwd__avx512_pack_bf16(v1)))
+#define NBWD__LAYER_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
+#define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
+
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
-#undef NBWD__AVX512_PACK_BF16
-#endif /* NBWD__HAVE_AVX512_BF16 */
 #endif
 #endif /* x86 or emulated */
 
@@ -864,29 +903,9 @@ static inline NBWD__TARGET_NEON void nbwd__neon_rstd2(const float *v, float *out
 }
 #endif
 
-#define NBWD__NEON_NARROW_BF16(v) nbwd__neon_narrow_bf16(v)
-#define NBWD__SIMD_LAYER 128
-#include "norm_bwd_simd.h" /* the neon layer (at the end of this file) */
-#undef NBWD__SIMD_LAYER
-#define NBWD__KSUFFIX _neon
-#define NBWD__KISA NBWD_ISA_NEON
-#define NBWD__KTARGET NBWD__TARGET_NEON
-#define NBWD__LAYER_F32 1
-#if defined(NBWD__SIMD_ARM32)
-#define NBWD__KBASE _scalar
-#define NBWD__LAYER_16BIT 1 /* bf16; f16 data: the scalar kernels */
-#else
-#define NBWD__KBASE _neon
-#define NBWD__LAYER_16BIT 2
-#endif
-#define NBWD__LAYER_NARROW_ROWS 1
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
-#undef NBWD__NEON_NARROW_BF16
-
-/* neon_bf16: the same layer, narrowing to bf16 with BFCVTN (Armv8.6 BF16),
-   used when Linux's HWCAP2 reports it. Inline assembly, so that neither a
+/* neon_bf16: the neon kernels, narrowing bf16 with BFCVTN (Armv8.6 BF16),
+   used when Linux's HWCAP2 reports it; the kernels take the narrowing per
+   call (NBWD__BF16_HW, norm_bwd.h). Inline assembly, so that neither a
    target attribute (gcc's arm_neon.h wants "arch=armv8.2-a+bf16", which would
    override the user's -march) nor a BF16-aware arm_neon.h (clang 14 has none
    without -march=...+bf16) is needed. With the default FPCR (round to
@@ -908,24 +927,76 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
     __asm__(".inst 0x0ea16a11" : "=w"(out) : "w"(in));
     return out;
 }
-/* The neon layer with this narrowing: the 16-bit kernels alone, the f32
-   ones are neon's. */
-#define NBWD__NEON_NARROW_BF16(v) nbwd__neonbf16_narrow_bf16(v)
-#define NBWD__SIMD_LAYER 128
-#include "norm_bwd_simd.h"
-#undef NBWD__SIMD_LAYER
-#define NBWD__KSUFFIX _neon_bf16
-#define NBWD__KISA NBWD_ISA_NEON_BF16
-#define NBWD__KTARGET
+#endif /* NBWD__HAVE_NEON_BF16 */
+
+/* The neon layer (and neon_bf16's table of the same kernels) */
+#define NBWD__KSUFFIX _neon
+#define NBWD__KSUFFIX_HW _neon_bf16
+#define NBWD__KISA_HW NBWD_ISA_NEON_BF16
+#if defined(NBWD__HAVE_NEON_BF16)
+#define NBWD__LAYER_HW_BF16 1
+#define NBWD__NARROW_BF16_HW(v) nbwd__neonbf16_narrow_bf16(v)
+#else
+#define NBWD__LAYER_HW_BF16 0
+#define NBWD__NARROW_BF16_HW(v) nbwd__neon_narrow_bf16(v)
+#endif
+#define NBWD__KISA NBWD_ISA_NEON
+#define NBWD__KTARGET NBWD__TARGET_NEON
+#define NBWD__LAYER_F32 1
+#if defined(NBWD__SIMD_ARM32)
+#define NBWD__KBASE _scalar
+#define NBWD__LAYER_16BIT 1 /* bf16; f16 data: the scalar kernels */
+#else
 #define NBWD__KBASE _neon
-#define NBWD__LAYER_F32 0
-#define NBWD__LAYER_16BIT 1
+#define NBWD__LAYER_16BIT 2
+#endif
 #define NBWD__LAYER_NARROW_ROWS 1
+#define NBWD__V NBWD__NT(float32x4_t)
+#define NBWD__VW 4
+#define NBWD__V_ZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
+#define NBWD__V_SET1(s) NBWD__NEON(vdupq_n_f32)(s)
+#define NBWD__V_ADD(a, b) NBWD__NEON(vaddq_f32)(a, b)
+#define NBWD__V_SUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
+#define NBWD__V_MUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
+#define NBWD__V_FMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
+#define NBWD__V_HSUM(v) nbwd__neon_hsum(v)
+#define NBWD__V_LOAD(p) NBWD__NEON(vld1q_f32)(p)
+#define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
+#define NBWD__V_LOAD_N(p, n) nbwd__neon_load_first(p, n)
+#define NBWD__V_STORE_N(p, n, v) nbwd__neon_store_first(p, n, v)
+#define NBWD__V_STREAM(p, v) NBWD__NEON(vst1q_f32)(p, v) /* (no non-temporal stores) */
+#define NBWD__V_FENCE() ((void)0)
+#define NBWD__LAYER_HAS_STREAM 0
+#define NBWD__H NBWD__NT(uint16x4_t)
+#define NBWD__H_LOAD(p) NBWD__NEON(vld1_u16)(p)
+#define NBWD__H_LOAD_N(p, n) nbwd__neon_load_first16(p, n)
+#define NBWD__H_STORE(p, h) NBWD__NEON(vst1_u16)(p, h)
+#define NBWD__H_STORE_N(p, n, h) nbwd__neon_store_first16(p, n, h)
+#define NBWD__H_STREAM(p, h) NBWD__NEON(vst1_u16)(p, h)
+#if defined(NBWD__SIMD_ARM32)
+#define NBWD__WIDEN_F16(h) nbwd__neon32_widen_f16(h)
+#define NBWD__NARROW_F16(v) nbwd__neon32_narrow_f16(v)
+#else
+#define NBWD__WIDEN_F16(h) nbwd__neon_widen_f16(h)
+#define NBWD__NARROW_F16(v) nbwd__neon_narrow_f16(v)
+#endif
+#define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
+#define NBWD__NARROW_BF16(v) nbwd__neon_narrow_bf16(v)
+#define NBWD__V_NARROW2_BF16(p, v0, v1)                                 \
+    (NBWD__NEON(vst1_u16)(p, nbwd__neon_narrow_bf16(v0)), \
+     NBWD__NEON(vst1_u16)((p) + 4, nbwd__neon_narrow_bf16(v1)))
+#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
+#if !defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_ARM32) /* SIMDe 0.7.4: no vsqrtq_f64 */
+#define NBWD__LAYER_RSTD_LANES 2
+#define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)
+#else
+#define NBWD__LAYER_RSTD_LANES 0
+#define NBWD__V_RSTD(v, out, eps) ((void)0)
+#endif
+
 #define NBWD__KERNEL_PASS
 #include NORM_BWD_HEADER_FILENAME
 #undef NBWD__KERNEL_PASS
-#undef NBWD__NEON_NARROW_BF16
-#endif /* NBWD__HAVE_NEON_BF16 */
 #undef NBWD__TARGET_NEON
 #endif
 
@@ -979,89 +1050,3 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #undef nbwd__denormal_lanes
 #undef NBWD__NEON
 #undef NBWD__NT
-#endif /* !NBWD__SIMD_LAYER */
-
-/* ==========================================================================
-   The avx512 and neon vector layers (the kernel template's contract), each
-   included twice by this file through NBWD__SIMD_LAYER: for the path
-   itself, and for its bf16 variant, which differs in its bf16 narrowing
-   (NBWD__AVX512_PACK_BF16, NBWD__NEON_NARROW_BF16) and compiles the 16-bit
-   kernels alone. The kernel template #undefs these after each pass.
-   ========================================================================== */
-#if defined(NBWD__SIMD_LAYER) && NBWD__SIMD_LAYER == 512
-#define NBWD__V NBWD__M512
-#define NBWD__VW 16
-#define NBWD__V_ZERO() NBWD__MM512(setzero_ps)()
-#define NBWD__V_SET1(s) NBWD__MM512(set1_ps)(s)
-#define NBWD__V_ADD(a, b) NBWD__MM512(add_ps)(a, b)
-#define NBWD__V_SUB(a, b) NBWD__MM512(sub_ps)(a, b)
-#define NBWD__V_MUL(a, b) NBWD__MM512(mul_ps)(a, b)
-#define NBWD__V_FMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
-#define NBWD__V_HSUM(v) nbwd__avx512_hsum(v)
-#define NBWD__V_LOAD(p) NBWD__MM512(loadu_ps)(p)
-#define NBWD__V_STORE(p, v) NBWD__MM512(storeu_ps)(p, v)
-#define NBWD__V_LOAD_N(p, n) NBWD__512_MASKZ_LOADU_PS(NBWD__AVX512_FIRST(n), p)
-#define NBWD__V_STORE_N(p, n, v) NBWD__512_MASK_STOREU_PS(p, NBWD__AVX512_FIRST(n), v)
-#define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
-#define NBWD__V_FENCE() NBWD__MM(sfence)()
-#define NBWD__LAYER_HAS_STREAM 1
-#define NBWD__H NBWD__M256I
-#define NBWD__H_LOAD(p) NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)(p))
-#define NBWD__H_LOAD_N(p, n) NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p)
-#define NBWD__H_STORE(p, h) nbwd__avx512_store_epi16(p, h)
-#define NBWD__H_STORE_N(p, n, h) NBWD__256_MASK_STOREU_EPI16(p, NBWD__AVX512_FIRST(n), h)
-#define NBWD__H_STREAM(p, h) NBWD__AVX512_STREAM16(p, h)
-#define NBWD__WIDEN_F16(h) NBWD__512_CVTPH_PS(h)
-#define NBWD__WIDEN_BF16(h) nbwd__avx512_widen_bf16(h)
-#define NBWD__NARROW_F16(v) NBWD__512_CVTPS_PH(v)
-#define NBWD__NARROW_BF16(v) NBWD__AVX512_PACK_BF16(v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1) \
-    (nbwd__avx512_store_epi16(p, NBWD__AVX512_PACK_BF16(v0)), nbwd__avx512_store_epi16((p) + 16, NBWD__AVX512_PACK_BF16(v1)))
-#define NBWD__V_STREAM2_BF16(p, v0, v1) \
-    (NBWD__AVX512_STREAM16(p, NBWD__AVX512_PACK_BF16(v0)), NBWD__AVX512_STREAM16((p) + 16, NBWD__AVX512_PACK_BF16(v1)))
-#define NBWD__LAYER_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
-#define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
-
-#elif defined(NBWD__SIMD_LAYER) && NBWD__SIMD_LAYER == 128
-#define NBWD__V NBWD__NT(float32x4_t)
-#define NBWD__VW 4
-#define NBWD__V_ZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
-#define NBWD__V_SET1(s) NBWD__NEON(vdupq_n_f32)(s)
-#define NBWD__V_ADD(a, b) NBWD__NEON(vaddq_f32)(a, b)
-#define NBWD__V_SUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
-#define NBWD__V_MUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
-#define NBWD__V_FMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
-#define NBWD__V_HSUM(v) nbwd__neon_hsum(v)
-#define NBWD__V_LOAD(p) NBWD__NEON(vld1q_f32)(p)
-#define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
-#define NBWD__V_LOAD_N(p, n) nbwd__neon_load_first(p, n)
-#define NBWD__V_STORE_N(p, n, v) nbwd__neon_store_first(p, n, v)
-#define NBWD__V_STREAM(p, v) NBWD__NEON(vst1q_f32)(p, v) /* (no non-temporal stores) */
-#define NBWD__V_FENCE() ((void)0)
-#define NBWD__LAYER_HAS_STREAM 0
-#define NBWD__H NBWD__NT(uint16x4_t)
-#define NBWD__H_LOAD(p) NBWD__NEON(vld1_u16)(p)
-#define NBWD__H_LOAD_N(p, n) nbwd__neon_load_first16(p, n)
-#define NBWD__H_STORE(p, h) NBWD__NEON(vst1_u16)(p, h)
-#define NBWD__H_STORE_N(p, n, h) nbwd__neon_store_first16(p, n, h)
-#define NBWD__H_STREAM(p, h) NBWD__NEON(vst1_u16)(p, h)
-#if defined(NBWD__SIMD_ARM32)
-#define NBWD__WIDEN_F16(h) nbwd__neon32_widen_f16(h)
-#define NBWD__NARROW_F16(v) nbwd__neon32_narrow_f16(v)
-#else
-#define NBWD__WIDEN_F16(h) nbwd__neon_widen_f16(h)
-#define NBWD__NARROW_F16(v) nbwd__neon_narrow_f16(v)
-#endif
-#define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
-#define NBWD__NARROW_BF16(v) NBWD__NEON_NARROW_BF16(v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1) \
-    (NBWD__NEON(vst1_u16)(p, NBWD__NEON_NARROW_BF16(v0)), NBWD__NEON(vst1_u16)((p) + 4, NBWD__NEON_NARROW_BF16(v1)))
-#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
-#if !defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_ARM32) /* SIMDe 0.7.4: no vsqrtq_f64 */
-#define NBWD__LAYER_RSTD_LANES 2
-#define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)
-#else
-#define NBWD__LAYER_RSTD_LANES 0
-#define NBWD__V_RSTD(v, out, eps) ((void)0)
-#endif
-#endif

@@ -535,7 +535,7 @@ static int t_cpu_has_avx512(void) {
     if (__get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
     (void)a; (void)c; (void)d;
-    return (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)); /* AVX-512 F, BW, VL */
+    return (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 30)) && (b & (1u << 31)); /* AVX-512 F, DQ, BW, VL */
 }
 static int t_cpu_has_avx512_bf16(void) {
     unsigned a, b, c, d;
@@ -554,8 +554,8 @@ static const char *t_skip_reason(nbwd_isa isa) {
 #if defined(T_X86)
     if (isa == NBWD_ISA_NEON) return "NEON is an Arm path (an x86 build runs it only with NORM_BWD_SIMD_EMULATE)";
     if (isa == NBWD_ISA_NEON_BF16) return "an AArch64 path (Armv8.6 BF16), not emulated";
-    if (isa == NBWD_ISA_AVX512 && !t_cpu_has_avx512()) return "this CPU lacks AVX-512 F/BW/VL";
-    if (isa == NBWD_ISA_AVX512_BF16 && !t_cpu_has_avx512_bf16()) return "this CPU lacks AVX512_BF16 (or AVX-512 F/BW/VL)";
+    if (isa == NBWD_ISA_AVX512 && !t_cpu_has_avx512()) return "this CPU lacks AVX-512 F/BW/VL/DQ";
+    if (isa == NBWD_ISA_AVX512_BF16 && !t_cpu_has_avx512_bf16()) return "this CPU lacks AVX512_BF16 (or AVX-512 F/BW/VL/DQ)";
 #elif defined(__aarch64__) || defined(_M_ARM64)
     if (isa == NBWD_ISA_AVX2 || isa == NBWD_ISA_AVX512 || isa == NBWD_ISA_AVX512_BF16)
         return "an x86 path, and this is AArch64";

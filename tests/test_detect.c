@@ -8,10 +8,9 @@
        sse          SSE2 (leaf 1 EDX bit 26)
        avx2         AVX, FMA, F16C, OSXSAVE (leaf 1 ECX 28, 12, 29, 27),
                     AVX2 (leaf 7.0 EBX 5), XCR0 & 0x6 == 0x6 (XMM + YMM state)
-       avx512       avx2 + AVX512 F/BW/VL (leaf 7.0 EBX 16, 30, 31),
+       avx512       avx2 + AVX512 F/DQ/BW/VL (leaf 7.0 EBX 16, 17, 30, 31),
                     XCR0 & 0xE6 == 0xE6 (+ opmask, ZMM_Hi256, Hi16_ZMM state)
-       avx512_bf16  avx512 + AVX512DQ (leaf 7.0 EBX 17) + AVX512_BF16 (leaf
-                    7.1 EAX bit 5)
+       avx512_bf16  avx512 + AVX512_BF16 (leaf 7.1 EAX bit 5)
      AArch64 Linux: neon and sse (SIMDe translates it to NEON) always;
        neon_bf16 iff getauxval(AT_HWCAP2) & HWCAP2_BF16 (1 << 14).
    Compiled in (the configuration macros, as the header documents them):
@@ -171,9 +170,9 @@ static int td_cpu(char *what, size_t what_size) {
     if (sse2) m |= TD_BIT(NBWD_ISA_SSE);
     if (avx && fma && f16c && osxsave && ymm_os && avx2) {
         m |= TD_BIT(NBWD_ISA_AVX2);
-        if (zmm_os && f && bw && vl) {
+        if (zmm_os && f && dq && bw && vl) {
             m |= TD_BIT(NBWD_ISA_AVX512);
-            if (dq && bf16) m |= TD_BIT(NBWD_ISA_AVX512_BF16);
+            if (bf16) m |= TD_BIT(NBWD_ISA_AVX512_BF16);
         }
     }
     snprintf(what, what_size,
