@@ -2344,8 +2344,8 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
     r->k->ln_rows[0](batch);
     if (!dx_via_slot) return;
     for (i = 0; i < count; ++i)
-        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz, nbwd__kdt(r->k, p->dt), n,
-                        r->stream);
+        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz,
+                        nbwd__kdt(r->k, p->dt), n, r->stream);
     if (r->stream) r->k->fence();
 }
 
@@ -4815,7 +4815,8 @@ static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *r
 #endif
 
 /* The kernel table: the 16-bit kernels and the narrowing of this path, the
-   rest from NBWD__KBASE (this path itself, or the one it extends). */
+   rest from NBWD__KBASE (this path itself, or the one it extends); with a
+   bf16 instruction, a second table for the path that uses it. */
 #if NBWD__LAYER_F32
 #define NBWD__KF32(name) NBWD__K(name)
 #else
@@ -4826,9 +4827,9 @@ static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *r
 #else
 #define NBWD__K16(name) NBWD__CAT(name, NBWD__KBASE)
 #endif
-#define NBWD__TABLE(ISA, BF16_DT)                                                                       \
-    {ISA,                                                                                               \
-     BF16_DT,                                                                                           \
+#define NBWD__TABLE(ISA, BF16_DT)                                                                   \
+    {ISA,                                                                                           \
+     BF16_DT,                                                                                       \
      {NBWD__KF32(nbwd__ln_rows_f32), NBWD__K16(nbwd__ln_rows_16)},                                  \
      {NBWD__KF32(nbwd__bn_rows_f32), NBWD__K16(nbwd__bn_rows_16)},                                  \
      {NBWD__KF32(nbwd__planes_reduce_f32), NBWD__K16(nbwd__planes_reduce_16)},                      \

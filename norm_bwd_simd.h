@@ -120,10 +120,6 @@
 #include <avx512dqintrin.h>
 #include <avx512vlbwintrin.h>
 #include <avx512vldqintrin.h>
-#if !defined(NORM_BWD_NO_AVX512_BF16)
-#include <avx512bf16intrin.h>
-#include <avx512vlbf16intrin.h>
-#endif
 #endif
 #elif (defined(NBWD__SIMD_ARM64) || defined(NBWD__SIMD_ARM32)) && !defined(NORM_BWD_NO_NEON)
 #include <arm_neon.h>
@@ -398,7 +394,6 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__CMP_UNORD SIMDE_CMP_UNORD_Q
 #define NBWD__TARGET_AVX2
 #define NBWD__TARGET_AVX512
-#define NBWD__TARGET_AVX512_BF16
 #else
 #define NBWD__MM(name) _mm_##name
 #define NBWD__MM256(name) _mm256_##name
@@ -418,8 +413,7 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__TARGET_AVX512
 #else
 #define NBWD__TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define NBWD__TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-#define NBWD__TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")))
+#define NBWD__TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #endif
 #endif
 
@@ -681,13 +675,13 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBW
 }
 
 /* avx512_bf16: the avx512 kernels, narrowing bf16 with VCVTNEPS2BF16 (gcc
-   10+, clang 9+; not attempted under MSVC). One set of kernels serves both
-   paths: they are compiled with the AVX512_BF16 (and DQ) target and take
-   the narrowing per call (NBWD__BF16_HW, norm_bwd.h), so the instruction
-   runs only where the dispatcher found it. Compilers emit AVX512_BF16
-   instructions only for its intrinsics (and bf16-typed arithmetic, which
-   this code has none of), and every CPU with AVX-512 BW has DQ, which the
-   dispatcher checks as well. */
+   10+, clang 9+ and their assemblers; not attempted under MSVC). One set of
+   kernels serves both paths and takes the narrowing per call
+   (NBWD__BF16_HW, norm_bwd.h), so the instruction must run only where a
+   call asks for it: it is volatile inline assembly. An intrinsic of the
+   target, or plain asm, the compiler may execute on a path that did not
+   ask for it (if-conversion computes both arms of a select); a volatile
+   asm never. */
 #if !defined(NORM_BWD_NO_AVX512_BF16) && !defined(NBWD__MSVC) &&                                     \
     (defined(NORM_BWD_SIMD_EMULATE) || (defined(__clang__) && __clang_major__ >= 9) ||                 \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
@@ -721,7 +715,11 @@ static NBWD__MASK16 nbwd__denormal_lanes(NBWD__M512 v) {
     return NBWD__MM512(mask_test_epi32_mask)(tiny, u, NBWD__MM512(set1_epi32)(0x007fffff));
 }
 #else
-#define nbwd__cvtneps_pbh(v) ((__m256i)_mm512_cvtneps_pbh(v))
+static inline NBWD__TARGET_AVX512 __m256i nbwd__cvtneps_pbh(__m512 v) {
+    __m256i h;
+    __asm__ __volatile__("vcvtneps2bf16 {%1, %0|%0, %1}" : "=v"(h) : "v"(v));
+    return h;
+}
 /* VFPCLASSPS (AVX512DQ) class 0x20: denormal. One instruction where the
    integer test took three (in-cache bf16 rows measured faster). */
 #define nbwd__denormal_lanes(v) _mm512_fpclass_ps_mask(v, 0x20)
@@ -729,22 +727,21 @@ static NBWD__MASK16 nbwd__denormal_lanes(NBWD__M512 v) {
 /* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs as the integer path
    does, but reads f32 denormals as zero; a vector holding one (rare) takes
    the integer path, so the bits match every other path. */
-NBWD__NOINLINE NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_rare(NBWD__M512 v) {
+NBWD__NOINLINE NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_rare(NBWD__M512 v) {
     return nbwd__avx512_pack_bf16(v); /* (out of line: every kernel's bf16 stores stay short) */
 }
-static inline NBWD__TARGET_AVX512_BF16 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M512 v) {
+static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M512 v) {
     if (nbwd__denormal_lanes(v)) return nbwd__avx512bf16_pack_rare(v);
     return nbwd__cvtneps_pbh(v);
 }
 #endif /* NBWD__HAVE_AVX512_BF16 */
 
 /* The avx512 layer (and avx512_bf16's table of the same kernels) */
+#define NBWD__KTARGET NBWD__TARGET_AVX512
 #if defined(NBWD__HAVE_AVX512_BF16)
-#define NBWD__KTARGET NBWD__TARGET_AVX512_BF16
 #define NBWD__LAYER_HW_BF16 1
 #define NBWD__NARROW_BF16_HW(v) nbwd__avx512bf16_pack_bf16(v)
 #else
-#define NBWD__KTARGET NBWD__TARGET_AVX512
 #define NBWD__LAYER_HW_BF16 0
 #define NBWD__NARROW_BF16_HW(v) nbwd__avx512_pack_bf16(v)
 #endif
@@ -924,7 +921,7 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
        the mnemonic (clang 14 has no ".arch_extension bf16") still take it. */
     register float32x4_t in __asm__("v16") = v;
     register uint16x4_t out __asm__("v17");
-    __asm__(".inst 0x0ea16a11" : "=w"(out) : "w"(in));
+    __asm__ __volatile__(".inst 0x0ea16a11" : "=w"(out) : "w"(in)); /* (volatile: see avx512_bf16) */
     return out;
 }
 #endif /* NBWD__HAVE_NEON_BF16 */
@@ -1034,7 +1031,6 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #undef NBWD__CMP_UNORD
 #undef NBWD__TARGET_AVX2
 #undef NBWD__TARGET_AVX512
-#undef NBWD__TARGET_AVX512_BF16
 #undef NBWD__512_MASKZ_LOADU_PS
 #undef NBWD__512_MASK_STOREU_PS
 #undef NBWD__256_MASKZ_LOADU_EPI16
@@ -1046,7 +1042,6 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #undef NBWD__AVX512_FIRST
 #undef NBWD__AVX512_STREAM
 #undef NBWD__AVX512_STREAM16
-#undef nbwd__cvtneps_pbh
 #undef nbwd__denormal_lanes
 #undef NBWD__NEON
 #undef NBWD__NT

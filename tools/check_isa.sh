@@ -1,8 +1,9 @@
 #!/bin/sh
 # check_isa.sh - a plain `cc -O2` object (no -m flags) must carry real AVX2
 # and AVX-512 code: the AVX2 kernels use ymm registers and FMA, the AVX-512
-# kernels zmm registers and k masks, the avx512_bf16 kernels VCVTNEPS2BF16 (and
-# VFPCLASSPS for the denormal test). Reads the disassembly of each function.
+# kernels zmm registers and k masks, and VCVTNEPS2BF16 (with VFPCLASSPS for the
+# denormal test) in their 16-bit kernels, which avx512_bf16 runs. Reads the
+# disassembly of each function.
 set -u
 B=${BUILD:-build}/check-isa
 CC=${CC:-cc}
@@ -22,8 +23,8 @@ expect() { # function regex description
 # Each path compiles its kernels twice, for f32 data (_f32_) and for bf16/f16
 # data (_16_): ln_rows_* (LayerNorm entry; the one-pass row pipeline is
 # ln_rows_dx_*), ln_narrow_*_<vectors> (narrow rows), bn_rows_* (BatchNorm
-# NXC), planes_* (BatchNorm NCX). avx512_bf16 compiles the 16-bit kernels
-# alone (its f32 kernels are avx512's).
+# NXC), planes_* (BatchNorm NCX). avx512_bf16 and neon_bf16 run avx512's and
+# neon's kernels, which hold both bf16 narrowings.
 for f in nbwd__planes_reduce_f32_avx2 nbwd__planes_apply_f32_avx2 nbwd__ln_rows_dx_f32_avx2 nbwd__ln_rows_dx_16_avx2 \
          nbwd__ln_narrow_f32_3_avx2 nbwd__bn_rows_f32_avx2; do
     expect $f '%ymm' 'ymm registers'
@@ -41,17 +42,16 @@ done
 expect nbwd__planes_apply_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__bn_rows_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__ln_narrow_f32_2_avx512 '%k[1-7]' 'mask registers (partial vectors)'
-for f in nbwd__planes_apply_16_avx512_bf16 nbwd__ln_rows_dx_16_avx512_bf16 nbwd__ln_narrow_16_2_avx512_bf16 \
-         nbwd__bn_rows_16_avx512_bf16 nbwd__narrow_avx512_bf16; do
+for f in nbwd__planes_apply_16_avx512 nbwd__ln_rows_dx_16_avx512 nbwd__ln_narrow_16_2_avx512 \
+         nbwd__bn_rows_16_avx512 nbwd__narrow_avx512; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
 done
-expect nbwd__ln_rows_dx_16_avx512_bf16 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
-expect nbwd__ln_rows_dx_16_avx512_bf16 '%zmm' 'zmm registers'
+expect nbwd__ln_rows_dx_16_avx512 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
 # AArch64 (when the cross compiler is here): neon_bf16 narrows with BFCVTN
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     aarch64-linux-gnu-gcc -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa_a64.o" || { FAIL=$((FAIL + 1)); echo "FAIL: aarch64 build"; }
     aarch64-linux-gnu-objdump -d --no-show-raw-insn "$B/isa_a64.o" > "$B/isa.s"
-    for f in nbwd__ln_rows_dx_16_neon_bf16 nbwd__bn_rows_16_neon_bf16 nbwd__narrow_neon_bf16; do
+    for f in nbwd__ln_rows_dx_16_neon nbwd__bn_rows_16_neon nbwd__narrow_neon; do
         expect $f 'bfcvtn' 'BFCVTN (Armv8.6 BF16) narrowing'
     done
     expect nbwd__ln_rows_dx_f32_neon 'fmla' 'NEON FMA'
