@@ -424,11 +424,11 @@
    SIMD128 on WebAssembly built with -msimd128, chosen by the build; on
    32-bit x86 only in builds with SSE2 enabled),
    avx2 (+FMA, F16C), avx512 (F, BW, VL, DQ), avx512_bf16 (avx512's kernels
-   narrowing to bf16 with VCVTNEPS2BF16), neon (AArch64; and 32-bit Arm Linux with a
-   hard-float ABI, Armv7+, NEON and VFPv4 by HWCAP, compiled by gcc, or by
-   clang with -mfpu=neon-vfpv4), neon_bf16 (neon's kernels narrowing with
-   BFCVTN, Armv8.6 BF16). On 32-bit Arm the neon path takes f32 and bf16 data (f16:
-   the scalar kernels), and, as Advanced SIMD always does there, flushes
+   narrowing to bf16 with VCVTNEPS2BF16), neon (AArch64; and 32-bit Arm
+   Linux with a hard-float ABI, Armv7+, NEON and VFPv4 by HWCAP, compiled by
+   gcc, or by clang with -mfpu=neon-vfpv4), neon_bf16 (neon's kernels
+   narrowing with BFCVTN, Armv8.6 BF16). On 32-bit Arm the neon path takes
+   f32 and bf16 data (f16: the scalar kernels), and, as Advanced SIMD always does there, flushes
    subnormal floats to zero and returns the default NaN (no payload): choose
    scalar where subnormals matter. The sse path runs f32 data in SSE2 and hands
    bf16/f16 data to the scalar kernels (CPUs without AVX2 seldom meet 16-bit
@@ -1301,8 +1301,8 @@ static int nbwd__cpu_paths(void) {
 #if defined(NBWD__X86)
     unsigned r[4], max_leaf;
     const unsigned avx = NBWD__CPUID1_ECX_OSXSAVE | NBWD__CPUID1_ECX_AVX | NBWD__CPUID1_ECX_FMA | NBWD__CPUID1_ECX_F16C;
-    /* DQ too: the avx512 kernels are compiled for avx512_bf16's target, which
-       includes it (every CPU with BW has it) */
+    /* DQ too: the avx512 kernels' target includes it (VFPCLASSPS in
+       avx512_bf16's narrowing); every CPU with BW has it */
     const unsigned avx512 = NBWD__CPUID7_EBX_AVX512F | NBWD__CPUID7_EBX_AVX512BW | NBWD__CPUID7_EBX_AVX512VL |
                             NBWD__CPUID7_EBX_AVX512DQ;
     nbwd__cpuid(0, 0, r);
