@@ -16,7 +16,10 @@
                                                  per round), median per build;
                                                  prints the median of the
                                                  rounds' medians and new/old.
-   Shapes as nbwd_bench's: ln:RxN, bn-ncx:N,C,spatial.., bn-nxc:... */
+   Shapes as nbwd_bench's: ln:RxN, rms:RxN, ln-res:RxN and rms-res:RxN (a
+   residual gradient added to diff_src), bn-ncx:N,C,spatial.., bn-nxc:...
+   RMSNorm cases need both builds to have it (a revision before it: they
+   are left out of the sweep). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <math.h>
@@ -35,6 +38,8 @@ typedef struct lib {
     void (*ln_init)(nbwd_layer_norm_bwd_desc *, int, const int64_t *);
     nbwd_status (*bn)(const nbwd_batch_norm_bwd_desc *, const nbwd_batch_norm_bwd_args *, void *, size_t);
     void (*bn_init)(nbwd_batch_norm_bwd_desc *, int, const int64_t *, nbwd_layout, float);
+    nbwd_status (*rms)(const nbwd_rms_norm_bwd_desc *, const nbwd_rms_norm_bwd_args *, void *, size_t); /* or NULL */
+    void (*rms_init)(nbwd_rms_norm_bwd_desc *, int, const int64_t *);
     int (*supported)(nbwd_isa);
     void (*to_bf16_n)(const float *, uint16_t *, int64_t);
     void (*to_f16_n)(const float *, uint16_t *, int64_t);
@@ -61,6 +66,9 @@ static void lib_open(lib *l, const char *path) {
     *(void **)&l->ln_init = sym(l, "nbwd_layer_norm_bwd_desc_init");
     *(void **)&l->bn = sym(l, "nbwd_batch_norm_bwd");
     *(void **)&l->bn_init = sym(l, "nbwd_batch_norm_bwd_desc_init");
+    *(void **)&l->rms = dlsym(l->h, "nbwd_rms_norm_bwd");
+    *(void **)&l->rms_init = dlsym(l->h, "nbwd_rms_norm_bwd_desc_init");
+    if (!l->rms_init) l->rms = NULL;
     *(void **)&l->supported = sym(l, "nbwd_isa_supported");
     *(void **)&l->to_bf16_n = sym(l, "nbwd_f32_to_bf16_n");
     *(void **)&l->to_f16_n = sym(l, "nbwd_f32_to_f16_n");
@@ -107,12 +115,14 @@ static void fill(void *p, int dt, size_t n, double scale, double shift) {
 typedef struct problem {
     int bn, layout, rank, dt, sdt, pdt, form, affine, accumulate, threads, isa;
     int want_dx, want_dg, want_db, special;
+    int rms; /* RMSNorm (its forms: MEAN_SQUARE, RSTD, XHAT_STD as LayerNorm's 0, 1, 2) */
+    int res; /* a residual gradient: 1 its own tensor, 2 diff_src itself (accumulated in place) */
     int64_t dims[NBWD_MAX_RANK];
     int64_t axis;
 } problem;
 
 typedef struct buffers {
-    void *x, *dy, *mean, *var, *gamma, *dx, *dg, *db;
+    void *x, *dy, *mean, *var, *gamma, *dx, *dg, *db, *res;
     size_t n_data, n_stat, n_par;
 } buffers;
 
@@ -142,6 +152,7 @@ static void make_buffers(const problem *p, buffers *b) {
     b->gamma = xalloc(b->n_par * esz(p->pdt));
     b->dg = xalloc(b->n_par * esz(p->pdt));
     b->db = xalloc(b->n_par * esz(p->pdt));
+    b->res = p->res == 1 ? xalloc(b->n_data * esz(p->dt)) : NULL;
     fill(b->x, p->dt, b->n_data, 2.0, 0.3);
     fill(b->dy, p->dt, b->n_data, 1.0, 0.0);
     fill(b->mean, p->sdt, b->n_stat, 0.2, 0.3);
@@ -151,6 +162,7 @@ static void make_buffers(const problem *p, buffers *b) {
     fill(b->gamma, p->pdt, b->n_par, 1.0, 0.5);
     fill(b->dg, p->pdt, b->n_par, 1.0, 0.0);
     fill(b->db, p->pdt, b->n_par, 1.0, 0.0);
+    if (p->res) fill(p->res == 1 ? b->res : b->dx, p->dt, b->n_data, 0.5, 0.1);
     if (p->special && p->dt == NBWD_F32 && b->n_data > 8) { /* NaN, infinities, denormals, -0 */
         float *x = (float *)b->x, *dy = (float *)b->dy;
         uint32_t nan = 0x7fc12345u;
@@ -165,7 +177,7 @@ static void make_buffers(const problem *p, buffers *b) {
 }
 static void free_buffers(buffers *b) {
     free(b->x); free(b->dy); free(b->dx); free(b->mean); free(b->var);
-    free(b->gamma); free(b->dg); free(b->db);
+    free(b->gamma); free(b->dg); free(b->db); free(b->res);
 }
 
 /* The descriptor fields both operations share, and the statistics' inputs
@@ -198,6 +210,24 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         AB_ARGS_STATS(a, p, b);
         if (p->want_dg) { a.diff_gamma = b->dg; a.diff_beta = b->db; }
         return l->bn(&d, &a, NULL, 0);
+    } else if (p->rms) {
+        nbwd_rms_norm_bwd_desc d;
+        nbwd_rms_norm_bwd_args a;
+        memset(&a, 0, sizeof a);
+        l->rms_init(&d, p->rank, p->dims);
+        d.begin_norm_axis = p->axis;
+        d.use_affine = p->affine;
+        AB_DESC_COMMON(d, p);
+        if (p->form == NBWD_STATS_XHAT_STD) { a.xhat = b->x; a.std = b->var; }
+        else if (p->form == NBWD_STATS_RSTD) { a.src = b->x; a.rstd = b->var; }
+        else { a.src = b->x; a.mean_square = b->var; }
+        a.diff_dst = b->dy;
+        a.gamma = p->affine ? b->gamma : NULL;
+        a.diff_src = p->want_dx ? b->dx : NULL;
+        a.diff_gamma = p->affine && p->want_dg ? b->dg : NULL;
+        a.diff_beta = p->affine && p->want_db ? b->db : NULL;
+        if (p->res) a.diff_residual = p->res == 1 ? b->res : b->dx;
+        return l->rms(&d, &a, NULL, 0);
     } else {
         nbwd_layer_norm_bwd_desc d;
         nbwd_layer_norm_bwd_args a;
@@ -209,6 +239,7 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         AB_ARGS_STATS(a, p, b);
         a.diff_gamma = p->affine && p->want_dg ? b->dg : NULL;
         a.diff_beta = p->affine && p->want_db ? b->db : NULL;
+        if (p->res) a.diff_residual = p->res == 1 ? b->res : b->dx;
         return l->ln(&d, &a, NULL, 0);
     }
 }
@@ -217,9 +248,10 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
 static long g_cases, g_diff, g_diff_by[NBWD_ISA_COUNT][3];
 
 static void describe(const problem *p, char *s, size_t cap) {
-    int d, n = snprintf(s, cap, "%s isa=%d dt=%d/%d/%d form=%d aff=%d acc=%d out=%d%d%d thr=%d dims=",
-                        p->bn ? (p->layout == NBWD_NXC ? "bn-nxc" : "bn-ncx") : "ln", p->isa, p->dt, p->sdt,
-                        p->pdt, p->form, p->affine, p->accumulate, p->want_dx, p->want_dg, p->want_db, p->threads);
+    int d, n = snprintf(s, cap, "%s isa=%d dt=%d/%d/%d form=%d aff=%d acc=%d out=%d%d%d res=%d thr=%d dims=",
+                        p->bn ? (p->layout == NBWD_NXC ? "bn-nxc" : "bn-ncx") : p->rms ? "rms" : "ln", p->isa, p->dt,
+                        p->sdt, p->pdt, p->form, p->affine, p->accumulate, p->want_dx, p->want_dg, p->want_db, p->res,
+                        p->threads);
     for (d = 0; d < p->rank && n < (int)cap; ++d)
         n += snprintf(s + n, cap - (size_t)n, d ? "x%lld" : "%lld", (long long)p->dims[d]);
     if (!p->bn && n < (int)cap) snprintf(s + n, cap - (size_t)n, " axis=%lld", (long long)p->axis);
@@ -269,7 +301,7 @@ static void compare_all(const lib *a, const lib *b, int quick) {
         for (dt = 0; dt < 3; ++dt)
             for (w = 0; w < (int)(sizeof widths / sizeof widths[0]); ++w)
                 for (r = 0; r < (int)(sizeof rows_list / sizeof rows_list[0]); ++r)
-                    for (v = 0; v < (quick ? 3 : 10); ++v) {
+                    for (v = 0; v < (quick ? 3 : 15); ++v) {
                         memset(&p, 0, sizeof p);
                         p.isa = isa;
                         p.dt = dt;
@@ -292,7 +324,13 @@ static void compare_all(const lib *a, const lib *b, int quick) {
                         case 7: p.form = NBWD_STATS_XHAT_STD; p.accumulate = 1; break;
                         case 8: p.special = 1; p.threads = 2; break;
                         case 9: p.want_dx = 0; p.accumulate = 1; p.pdt = dt; break;
+                        case 10: p.rms = 1; break;
+                        case 11: p.rms = 1; p.res = 1; p.form = NBWD_STATS_RSTD; p.threads = 2; break;
+                        case 12: p.rms = 1; p.res = 2; p.form = NBWD_STATS_XHAT_STD; p.want_db = 0; break;
+                        case 13: p.res = 1; break;
+                        case 14: p.res = 2; p.form = NBWD_STATS_MEAN_RSTD; p.want_dg = 0; p.threads = 2; break;
                         }
+                        if (p.rms && (!a->rms || !b->rms)) continue;
                         compare_one(a, b, &p);
                     }
         /* BatchNorm: both layouts, a few shapes */
@@ -336,9 +374,11 @@ static int parse_shape(const char *s, problem *p) {
     p->axis = -1;
     p->affine = 1;
     p->want_dx = p->want_dg = p->want_db = 1;
-    if (!strncmp(s, "ln:", 3)) {
+    if (!strncmp(s, "ln:", 3) || !strncmp(s, "rms:", 4) || !strncmp(s, "ln-res:", 7) || !strncmp(s, "rms-res:", 8)) {
         long long r, n;
-        if (sscanf(s + 3, "%lldx%lld", &r, &n) != 2) return 0;
+        p->rms = s[0] == 'r';
+        p->res = strstr(s, "-res:") != NULL;
+        if (sscanf(strchr(s, ':') + 1, "%lldx%lld", &r, &n) != 2) return 0;
         p->rank = 2; p->dims[0] = r; p->dims[1] = n;
         return 1;
     }
@@ -370,6 +410,7 @@ static void time_all(const lib *libs, int isa, int threads, int rounds, int call
         double per[2][64], one[256];
         int r, k, c;
         if (!parse_shape(tok, &p)) { fprintf(stderr, "nbwd_ab: bad shape %s\n", tok); exit(2); }
+        if (p.rms && (!libs[0].rms || !libs[1].rms)) { fprintf(stderr, "nbwd_ab: %s: a build has no RMSNorm\n", tok); exit(2); }
         p.dt = dt;
         p.isa = isa;
         p.threads = threads;
