@@ -199,6 +199,21 @@ static void free_buffers(buffers *b) {
         (a).diff_src = (p)->want_dx ? (b)->dx : NULL;                                                     \
     } while (0)
 
+/* The LayerNorm and RMSNorm descriptor fields and outputs (and residual)
+   both set alike. */
+#define AB_ROWS_DESC(d, p)                                                                                \
+    do {                                                                                                  \
+        (d).begin_norm_axis = (p)->axis;                                                                  \
+        (d).use_affine = (p)->affine;                                                                     \
+        AB_DESC_COMMON(d, p);                                                                             \
+    } while (0)
+#define AB_ROWS_OUT(a, p, b)                                                                              \
+    do {                                                                                                  \
+        (a).diff_gamma = (p)->affine && (p)->want_dg ? (b)->dg : NULL;                                    \
+        (a).diff_beta = (p)->affine && (p)->want_db ? (b)->db : NULL;                                     \
+        if ((p)->res) (a).diff_residual = (p)->res == 1 ? (b)->res : (b)->dx;                             \
+    } while (0)
+
 /* One call of lib l on buffers b. */
 static nbwd_status call(const lib *l, const problem *p, buffers *b) {
     if (p->bn) {
@@ -215,31 +230,23 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         nbwd_rms_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         l->rms_init(&d, p->rank, p->dims);
-        d.begin_norm_axis = p->axis;
-        d.use_affine = p->affine;
-        AB_DESC_COMMON(d, p);
+        AB_ROWS_DESC(d, p);
         if (p->form == NBWD_STATS_XHAT_STD) { a.xhat = b->x; a.std = b->var; }
         else if (p->form == NBWD_STATS_RSTD) { a.src = b->x; a.rstd = b->var; }
         else { a.src = b->x; a.mean_square = b->var; }
         a.diff_dst = b->dy;
         a.gamma = p->affine ? b->gamma : NULL;
         a.diff_src = p->want_dx ? b->dx : NULL;
-        a.diff_gamma = p->affine && p->want_dg ? b->dg : NULL;
-        a.diff_beta = p->affine && p->want_db ? b->db : NULL;
-        if (p->res) a.diff_residual = p->res == 1 ? b->res : b->dx;
+        AB_ROWS_OUT(a, p, b);
         return l->rms(&d, &a, NULL, 0);
     } else {
         nbwd_layer_norm_bwd_desc d;
         nbwd_layer_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         l->ln_init(&d, p->rank, p->dims);
-        d.begin_norm_axis = p->axis;
-        d.use_affine = p->affine;
-        AB_DESC_COMMON(d, p);
+        AB_ROWS_DESC(d, p);
         AB_ARGS_STATS(a, p, b);
-        a.diff_gamma = p->affine && p->want_dg ? b->dg : NULL;
-        a.diff_beta = p->affine && p->want_db ? b->db : NULL;
-        if (p->res) a.diff_residual = p->res == 1 ? b->res : b->dx;
+        AB_ROWS_OUT(a, p, b);
         return l->ln(&d, &a, NULL, 0);
     }
 }
