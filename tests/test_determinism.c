@@ -2,7 +2,9 @@
    diff_beta) for num_threads = 1, 2, 3, 5 (and 0, the OpenMP default) on the
    ISA path under test: LayerNorm 500000x24, 4096x1024, 37x4097 and BatchNorm
    NCX with C below and far above the thread count, and NXC, for every data
-   type; and the variance and rstd forms agree bit for bit. (Without OpenMP
+   type; RMSNorm, the residual gradient (also accumulated in place) and the
+   backward from the forward output likewise; and the variance and rstd
+   forms agree bit for bit. (Without OpenMP
    the thread count is ignored and this is trivially true: 1 and 2 threads
    on the small tensors only, and the forms.) */
 #include "nbwd_test.h"
@@ -60,18 +62,65 @@ static void ln_inputs_free(ln_inputs *in) {
     t_buf_free(&in->x); t_buf_free(&in->dy); t_buf_free(&in->m); t_buf_free(&in->v); t_buf_free(&in->g);
 }
 
-static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint64_t seed) {
+/* What ln_det runs: LayerNorm as ln_inputs_make sets it up, or RMSNorm, a
+   residual gradient, the backward from the forward output (x's buffer as
+   y, the variance's as rstd). */
+enum {
+    DET_LN,
+    DET_RMS_RES,     /* RMSNorm, mean-square form, a residual tensor of its own */
+    DET_LN_DST_INPL, /* LayerNorm from dst, gamma_offset 1, the residual accumulated in diff_src */
+    DET_RMS_DST_RES  /* RMSNorm from dst, a residual tensor of its own */
+};
+static const char *const k_det_names[] = {"LN", "RMS+res", "LN dst+res in place", "RMS dst+res"};
+
+static nbwd_status ln_det_call(int variant, ln_inputs *in, const t_buf *res, t_buf *dx) {
+    nbwd_rms_norm_bwd_args ra;
+    if (variant == DET_LN_DST_INPL || variant == DET_RMS_DST_RES) {
+        in->d.stats_form = NBWD_STATS_DST_RSTD;
+        in->a.src = NULL; in->a.mean = NULL; in->a.variance = NULL;
+        in->a.dst = in->x.base; in->a.rstd = in->v.base;
+    }
+    if (variant == DET_LN_DST_INPL) {
+        in->d.gamma_offset = 1.0f;
+        int64_t i, count = res->dims[0] * res->dims[1];
+        for (i = 0; i < count; ++i) t_buf_set(dx, i, t_buf_get(res, i)); /* diff_src holds the residual gradient */
+        in->a.diff_residual = dx->base;
+    } else if (variant != DET_LN) {
+        in->a.diff_residual = res->base;
+    }
+    if (variant == DET_LN || variant == DET_LN_DST_INPL) return nbwd_layer_norm_bwd(&in->d, &in->a, NULL, 0);
+    memset(&ra, 0, sizeof ra);
+    if (variant == DET_RMS_RES) { ra.src = in->x.base; ra.mean_square = in->v.base; }
+    else { ra.dst = in->x.base; ra.rstd = in->v.base; }
+    in->d.stats_form = variant == DET_RMS_RES ? NBWD_STATS_MEAN_SQUARE : NBWD_STATS_DST_RSTD;
+    ra.diff_dst = in->a.diff_dst; ra.gamma = in->a.gamma;
+    ra.diff_src = in->a.diff_src; ra.diff_gamma = in->a.diff_gamma; ra.diff_beta = in->a.diff_beta;
+    ra.diff_residual = in->a.diff_residual;
+    return nbwd_rms_norm_bwd(&in->d, &ra, NULL, 0);
+}
+
+static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, int variant, uint64_t seed) {
     int64_t dims[2], i;
-    t_buf dx[2], dg[2], db[2];
+    t_buf dx[2], dg[2], db[2], res;
     ln_inputs in;
     int t, nthreads = det_threads(rows * n);
     nbwd_dtype pdt = dt == NBWD_F32 ? NBWD_F32 : dt; /* 16-bit params: accumulation rounding visible */
     if (nthreads < 2) return; /* nothing to compare */
     dims[0] = rows;
     dims[1] = n;
-    t_case("determinism LN %lldx%lld dt=%s acc=%d isa=%s", (long long)rows, (long long)n, t_dtype_name(dt), accumulate,
-           nbwd_isa_name(g_test_isa));
+    t_case("determinism %s %lldx%lld dt=%s acc=%d isa=%s", k_det_names[variant], (long long)rows, (long long)n,
+           t_dtype_name(dt), accumulate, nbwd_isa_name(g_test_isa));
     ln_inputs_make(&in, rows, n, dt, pdt, seed);
+    if (variant == DET_RMS_RES || variant == DET_RMS_DST_RES) nbwd_rms_norm_bwd_desc_init(&in.d, 2, dims);
+    in.d.data_dtype = dt;
+    in.d.param_dtype = pdt;
+    in.d.isa = g_test_isa;
+    t_buf_alloc(&res, 2, dims, NULL, dt);
+    {
+        t_rng rng;
+        t_rng_seed(&rng, seed ^ 0x5eedu);
+        t_buf_fill_normal(&res, &rng, 0.0, 1.0);
+    }
     for (t = 0; t < 2; ++t) {
         t_buf_alloc(&dx[t], 2, dims, NULL, dt);
         t_buf_alloc(&dg[t], 1, &n, NULL, pdt);
@@ -91,7 +140,7 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
         }
         in.d.num_threads = k_threads[t];
         in.a.diff_src = dx[k].base; in.a.diff_gamma = dg[k].base; in.a.diff_beta = db[k].base;
-        s = nbwd_layer_norm_bwd(&in.d, &in.a, NULL, 0);
+        s = ln_det_call(variant, &in, &res, &dx[k]);
         CHECK_STATUS(s, NBWD_OK);
         if (t > 0) {
             CHECK(t_buf_same_bytes(&dx[0], &dx[1]), "diff_src with %d threads differs from 1 thread", k_threads[t]);
@@ -100,6 +149,7 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, uint6
         }
     }
     ln_inputs_free(&in);
+    t_buf_free(&res);
     for (t = 0; t < 2; ++t) { t_buf_free(&dx[t]); t_buf_free(&dg[t]); t_buf_free(&db[t]); }
 }
 
@@ -363,11 +413,16 @@ void test_determinism(void) {
     int k;
     uint64_t seed = 9000;
     for (k = 0; k < 3; ++k) {
-        if (!g_quick) ln_det(500000, 24, k_dts[k], k == 2, ++seed);
-        ln_det(g_quick ? 512 : 4096, 1024, k_dts[k], k == 1, ++seed);
-        ln_det(37, 4097, k_dts[k], 0, ++seed);  /* 10 blocks of 4 rows */
-        ln_det(3, 70001, k_dts[k], k == 0, ++seed); /* a block per row: few long rows still thread */
-        ln_det(3000, 7, k_dts[k], 1, ++seed);
+        int v;
+        if (!g_quick) ln_det(500000, 24, k_dts[k], k == 2, DET_LN, ++seed);
+        ln_det(g_quick ? 512 : 4096, 1024, k_dts[k], k == 1, DET_LN, ++seed);
+        ln_det(37, 4097, k_dts[k], 0, DET_LN, ++seed);  /* 10 blocks of 4 rows */
+        ln_det(3, 70001, k_dts[k], k == 0, DET_LN, ++seed); /* a block per row: few long rows still thread */
+        ln_det(3000, 7, k_dts[k], 1, DET_LN, ++seed);
+        for (v = DET_RMS_RES; v <= DET_RMS_DST_RES; ++v) { /* staged rows: slots of a few rows per thread */
+            ln_det(g_quick ? 100 : 300, 1000, k_dts[k], v == DET_RMS_RES, v, ++seed);
+            ln_det(300, 7, k_dts[k], 1, v, ++seed);
+        }
         /* several L2 sub-blocks per batch of rows; tails of whole and partial vectors */
         ln_outputs_agree(200, 1000, k_dts[k], ++seed);
         ln_outputs_agree(70, 4097, k_dts[k], ++seed);
