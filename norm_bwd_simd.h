@@ -14,9 +14,9 @@
      avx2    <immintrin.h> + target      x86 gcc/clang/MSVC (AVX2, FMA, F16C)
              attribute "avx2,fma,f16c"
      avx512  <immintrin.h> + target      x86 gcc/clang/MSVC (AVX-512
-             "avx512f,avx512bw,avx512vl"  F/BW/VL/DQ); with gcc 10+ or clang
-             (+ "avx512dq,avx512bf16")   9+ the same kernels also serve
-                                         avx512_bf16 (VCVTNEPS2BF16)
+             "avx512f,avx512bw,          F/BW/VL/DQ); with gcc 10+ or clang
+             avx512vl,avx512dq"          9+ the same kernels also serve
+                                         avx512_bf16 (VCVTNEPS2BF16 in asm)
      neon    <arm_neon.h>                AArch64 (FCVTL/FCVTN for f16, bf16
                                          by shifts; neon_bf16: BFCVTN)
    The target attributes let a plain `cc -O2` build carry AVX2 and AVX-512
