@@ -74,25 +74,28 @@ enum {
 static const char *const k_det_names[] = {"LN", "RMS+res", "LN dst+res in place", "RMS dst+res"};
 
 static nbwd_status ln_det_call(int variant, ln_inputs *in, const t_buf *res, t_buf *dx) {
+    const int rms = variant == DET_RMS_RES || variant == DET_RMS_DST_RES;
+    const int from_dst = variant == DET_LN_DST_INPL || variant == DET_RMS_DST_RES;
     nbwd_rms_norm_bwd_args ra;
-    if (variant == DET_LN_DST_INPL || variant == DET_RMS_DST_RES) {
+    int64_t i, count = res->dims[0] * res->dims[1];
+    if (from_dst) {
         in->d.stats_form = NBWD_STATS_DST_RSTD;
         in->a.src = NULL; in->a.mean = NULL; in->a.variance = NULL;
         in->a.dst = in->x.base; in->a.rstd = in->v.base;
+    } else if (rms) {
+        in->d.stats_form = NBWD_STATS_MEAN_SQUARE;
     }
     if (variant == DET_LN_DST_INPL) {
         in->d.gamma_offset = 1.0f;
-        int64_t i, count = res->dims[0] * res->dims[1];
         for (i = 0; i < count; ++i) t_buf_set(dx, i, t_buf_get(res, i)); /* diff_src holds the residual gradient */
         in->a.diff_residual = dx->base;
     } else if (variant != DET_LN) {
         in->a.diff_residual = res->base;
     }
-    if (variant == DET_LN || variant == DET_LN_DST_INPL) return nbwd_layer_norm_bwd(&in->d, &in->a, NULL, 0);
+    if (!rms) return nbwd_layer_norm_bwd(&in->d, &in->a, NULL, 0);
     memset(&ra, 0, sizeof ra);
-    if (variant == DET_RMS_RES) { ra.src = in->x.base; ra.mean_square = in->v.base; }
-    else { ra.dst = in->x.base; ra.rstd = in->v.base; }
-    in->d.stats_form = variant == DET_RMS_RES ? NBWD_STATS_MEAN_SQUARE : NBWD_STATS_DST_RSTD;
+    if (from_dst) { ra.dst = in->x.base; ra.rstd = in->v.base; }
+    else { ra.src = in->x.base; ra.mean_square = in->v.base; }
     ra.diff_dst = in->a.diff_dst; ra.gamma = in->a.gamma;
     ra.diff_src = in->a.diff_src; ra.diff_gamma = in->a.diff_gamma; ra.diff_beta = in->a.diff_beta;
     ra.diff_residual = in->a.diff_residual;
