@@ -1138,8 +1138,9 @@ static void nbwd__whole_lines(const void *p, int64_t esz, int64_t n, int64_t *be
     *end = b + (n - b) / per_line * per_line;
 }
 /* The elements of a row of n at p that stream (stream set): its whole
-   lines when the row starts a line, else none. */
-static int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int stream) {
+   lines when the row starts a line, else none. Inlined: it runs once per
+   row, and a call cost BatchNorm's 64-channel NXC rows a few per cent. */
+NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream) nbwd__whole_lines(p, esz, n, &nt_begin, &nt_end);
     return nt_begin ? 0 : nt_end;
@@ -4029,8 +4030,11 @@ NBWD__PLAN_CODE_END
                                               second table, nbwd__kernels##SUFFIX_HW
                                               for nbwd_isa KISA_HW, runs the same
                                               kernels with bf16 data as
-                                              NBWD__BF16_HW, which narrows with it;
-                                              0: neither (the two names unused)
+                                              NBWD__BF16_HW, which narrows with it
+                                              (the row, plane and residual loops
+                                              compiled once per narrowing:
+                                              NBWD__SANS_HW); 0: neither (the two
+                                              names unused)
      NBWD__V NBWD__VW                         the vector type, VW float lanes
      NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
      NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
@@ -4063,6 +4067,12 @@ NBWD__PLAN_CODE_END
    without one, so its kernels compile no such branch); bf16 either way */
 #define NBWD__IS_BF16_HW(dt) (NBWD__LAYER_HW_BF16 && (dt) == NBWD__BF16_HW)
 #define NBWD__IS_BF16(dt) ((dt) == NBWD_BF16 || NBWD__IS_BF16_HW(dt))
+/* A data-type code known not to be NBWD__BF16_HW. Where a layer has a bf16
+   instruction, the kernels whose loops store 16-bit data are compiled twice,
+   "if (NBWD__IS_BF16_HW(DT)) body(NBWD__BF16_HW) else body(NBWD__SANS_HW(DT))":
+   each copy's stores narrow one way, with no choice per vector (in-cache bf16
+   rows measured up to a tenth slower with the choice in their loops). */
+#define NBWD__SANS_HW(DT) (NBWD__IS_BF16_HW(DT) ? NBWD_BF16 : (DT))
 
 /* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
    in every loop): a whole vector. */
@@ -4686,6 +4696,12 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
     }
 }
 
+/* A batch of BatchNorm rows: the narrow body where it measured faster */
+NBWD__KFN void NBWD__K(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narrow) {
+    if (narrow && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)
+        NBWD__K(nbwd__bn_narrow_body)(r, dt, (int)((r->n + NBWD__VW - 1) / NBWD__VW));
+    else NBWD__K(nbwd__bn_rows_body)(r, dt);
+}
 /* A narrow-row kernel for nv vectors, a function of its own (a constant nv
    keeps the row and the column partials in registers) */
 #define NBWD__NARROW_COPY(SUF, DT, NV)                                                                      \
@@ -4718,8 +4734,9 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
                                                                       nbwd__cols cols) {            \
         float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];                                                       \
         int dt = r->dt;                                                                                     \
-        (void)dt;                                                                                           \
-        NBWD__K(nbwd__ln_rows_dx)(r, DT, cols, DT != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL);   \
+        float *kept = DT != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL;                             \
+        if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__ln_rows_dx)(r, NBWD__BF16_HW, cols, kept);                 \
+        else NBWD__K(nbwd__ln_rows_dx)(r, NBWD__SANS_HW(DT), cols, kept);                                  \
     }                                                                                                       \
     /* A batch of LayerNorm rows (gamma never NULL: ones without affine) */                                \
     static NBWD__KTARGET void NBWD__K(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
@@ -4738,19 +4755,20 @@ NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
             NBWD__CAT(nbwd__bn_rows_##SUF, NBWD__KBASE)(r);                                                 \
             return;                                                                                         \
         }                                                                                                   \
-        if (NARROW_BN && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)                            \
-            NBWD__K(nbwd__bn_narrow_body)(r, DT, (int)((r->n + NBWD__VW - 1) / NBWD__VW));                  \
-        else NBWD__K(nbwd__bn_rows_body)(r, DT);                                                            \
+        if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__bn_rows_any)(r, NBWD__BF16_HW, NARROW_BN);                \
+        else NBWD__K(nbwd__bn_rows_any)(r, NBWD__SANS_HW(DT), NARROW_BN);                                  \
     }                                                                                                       \
     static NBWD__KTARGET void NBWD__K(nbwd__planes_reduce_##SUF)(const nbwd__planes *p) {                  \
         int dt = p->dt;                                                                                     \
         if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_reduce_##SUF, NBWD__KBASE)(p);                 \
-        else NBWD__K(nbwd__planes_reduce_body)(p, DT);                                                      \
+        else if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__planes_reduce_body)(p, NBWD__BF16_HW);                \
+        else NBWD__K(nbwd__planes_reduce_body)(p, NBWD__SANS_HW(DT));                                       \
     }                                                                                                       \
     static NBWD__KTARGET void NBWD__K(nbwd__planes_apply_##SUF)(const nbwd__planes *p) {                   \
         int dt = p->dt;                                                                                     \
         if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_apply_##SUF, NBWD__KBASE)(p);                  \
-        else NBWD__K(nbwd__planes_apply_body)(p, DT);                                                       \
+        else if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__planes_apply_body)(p, NBWD__BF16_HW);                 \
+        else NBWD__K(nbwd__planes_apply_body)(p, NBWD__SANS_HW(DT));                                        \
     }
 #if NBWD__LAYER_F32
 NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__LAYER_NARROW_ROWS, 0)
@@ -4811,7 +4829,8 @@ static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *r
     int64_t nt_begin = 0, nt_end = 0;
     if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(out, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
     NBWD__K(nbwd__add_span)(v, res, out, dt, 0, nt_begin, 0);
-    NBWD__K(nbwd__add_span)(v, res, out, dt, nt_begin, n, nt_end);
+    if (NBWD__IS_BF16_HW(dt)) NBWD__K(nbwd__add_span)(v, res, out, NBWD__BF16_HW, nt_begin, n, nt_end);
+    else NBWD__K(nbwd__add_span)(v, res, out, NBWD__SANS_HW(dt), nt_begin, n, nt_end);
 }
 #endif
 
@@ -4854,6 +4873,7 @@ static const nbwd__kernels NBWD__CAT(nbwd__kernels, NBWD__KSUFFIX_HW) = NBWD__TA
 #undef NBWD__KFN
 #undef NBWD__IS_BF16_HW
 #undef NBWD__IS_BF16
+#undef NBWD__SANS_HW
 #undef NBWD__XHAT_OF
 #undef NBWD__DX_OF
 #undef NBWD__XHAT

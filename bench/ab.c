@@ -17,7 +17,7 @@
                                                  prints the median of the
                                                  rounds' medians and new/old.
    Shapes as nbwd_bench's: ln:RxN, rms:RxN, ln-res:RxN and rms-res:RxN (a
-   residual gradient added to diff_src), bn-ncx:N,C,spatial.., bn-nxc:...
+   residual gradient added to diff_src), bn-ncx:NxCxHxW and bn-nxc:NxCxHxW
    RMSNorm cases need both builds to have it (a revision before it: they
    are left out of the sweep). */
 #define _POSIX_C_SOURCE 200809L
