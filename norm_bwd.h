@@ -4736,6 +4736,7 @@ NBWD__KFN void NBWD__K(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narro
         float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];                                                       \
         int dt = r->dt;                                                                                     \
         float *kept = DT != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL;                             \
+        (void)dt;                                                                                           \
         if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__ln_rows_dx)(r, NBWD__BF16_HW, cols, kept);                 \
         else NBWD__K(nbwd__ln_rows_dx)(r, NBWD__SANS_HW(DT), cols, kept);                                  \
     }                                                                                                       \
