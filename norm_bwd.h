@@ -428,10 +428,11 @@
    Linux with a hard-float ABI, Armv7+, NEON and VFPv4 by HWCAP, compiled by
    gcc, or by clang with -mfpu=neon-vfpv4), neon_bf16 (neon's kernels
    narrowing with BFCVTN, Armv8.6 BF16). On 32-bit Arm the neon path takes
-   f32 and bf16 data (f16: the scalar kernels), and, as Advanced SIMD always does there, flushes
-   subnormal floats to zero and returns the default NaN (no payload): choose
-   scalar where subnormals matter. The sse path runs f32 data in SSE2 and hands
-   bf16/f16 data to the scalar kernels (CPUs without AVX2 seldom meet 16-bit
+   f32 and bf16 data (f16: the scalar kernels), and, as Advanced SIMD always
+   does there, flushes subnormal floats to zero and returns the default NaN
+   (no payload): choose scalar where subnormals matter. The sse path runs
+   f32 data in SSE2 and hands bf16/f16 data to the scalar kernels (CPUs
+   without AVX2 seldom meet 16-bit
    training data; its own 16-bit kernels cost a tenth of every build's
    compile time). All give the same bf16 bits as their narrowing would
    without special instructions (VCVTNEPS2BF16 flushes f32 denormals, so
