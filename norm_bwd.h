@@ -467,7 +467,7 @@
    NORM_BWD_NO_SIMD leaves about 1.1 s.
    `make compile-cost` measures it.
 */
-#ifndef NBWD__KERNEL_PASS
+#if !defined(NBWD__KERNEL_PASS)
 
 #ifndef NORM_BWD_H_INCLUDED
 #define NORM_BWD_H_INCLUDED
@@ -762,6 +762,23 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 
 #endif /* NORM_BWD_H_INCLUDED */
 
+/* An editor that opens this file itself (clangd, Qt Creator, Eclipse CDT,
+   CLion, Visual Studio; or any, given -DNORM_BWD_IDE) reads the
+   implementation and the kernel template as live code: the scalar path's
+   pass, with its f32 entry points in place (ENTRY POINTS). Only where this
+   file is the one being parsed, never where it is included. */
+#if !defined(NBWD__IDE_DECIDED)
+#define NBWD__IDE_DECIDED 1
+#if (defined(NORM_BWD_IDE) || defined(__CLANGD__) || defined(__INTELLISENSE__) || defined(Q_CREATOR_RUN) ||       \
+     defined(__CDT_PARSER__) || defined(__JETBRAINS_IDE__)) &&                                                   \
+    (!defined(__INCLUDE_LEVEL__) || __INCLUDE_LEVEL__ == 0) && !defined(NBWD__IMPLEMENTED)
+#ifndef NORM_BWD_IMPLEMENTATION
+#define NORM_BWD_IMPLEMENTATION
+#endif
+#define NBWD__ENTRIES_INLINE 1
+#endif
+#endif
+
 /* ==========================================================================
    IMPLEMENTATION
    ========================================================================== */
@@ -1024,10 +1041,6 @@ NBWD_API void nbwd_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) { nb
 NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) { nbwd__narrow_n(src, dst, NBWD_F16, n); }
 
 static size_t nbwd__esize(int dt) { return dt == NBWD_F32 ? 4u : 2u; }
-/* The data type code the kernels take for bf16 data that they narrow with
-   the path's bf16 instruction (avx512_bf16, neon_bf16): the same kernels as
-   the path without it, told per call which narrowing to use. */
-#define NBWD__BF16_HW 3
 
 /* Element i of a tensor of dtype dt, widened to float. */
 static float nbwd__load(const void *p, int64_t i, int dt) {
@@ -1100,30 +1113,35 @@ typedef struct nbwd__planes {
     int stream;
 } nbwd__planes;
 
-/* A path's kernels; the row kernels twice, [0] for f32 data, [1] for bf16
-   and f16 (NBWD__DATA16(dt) picks). */
-#define NBWD__DATA16(dt) ((dt) != NBWD_F32)
+/* A path's kernels: its table (nbwd__kernels_<path>, KERNEL TABLES below)
+   holds, for each kind of kernel, the function that runs for each data
+   type; drivers call them through the small helpers after the tables. */
+typedef void (*nbwd__rows_fn)(const nbwd__rows *rows);
+typedef void (*nbwd__planes_fn)(const nbwd__planes *planes);
+/* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole lines
+   non-temporally (not fenced) */
+typedef void (*nbwd__add_store_fn)(const float *v, const void *res, void *out, int dt, int64_t n, int stream);
+/* out[i] = (y[i] - beta[i]) * inv[i], y of type dt: xhat from dst */
+typedef void (*nbwd__unscale_fn)(const void *y, int dt, const float *beta, const float *inv, float *out, int64_t n);
+typedef void (*nbwd__widen_fn)(const uint16_t *src, float *dst, int dt, int64_t n);
+typedef void (*nbwd__narrow_fn)(const float *src, uint16_t *dst, int dt, int64_t n);
 typedef struct nbwd__kernels {
     nbwd_isa isa;
-    int bf16_dt; /* the code the kernels take for bf16 data: NBWD_BF16 or NBWD__BF16_HW */
-    void (*ln_rows[2])(const nbwd__rows *rows);
-    void (*bn_rows[2])(const nbwd__rows *rows);
-    void (*planes_reduce[2])(const nbwd__planes *planes);
-    void (*planes_apply[2])(const nbwd__planes *planes);
+    /* per data type, [NBWD_F32], [NBWD_F16], [NBWD_BF16] */
+    nbwd__rows_fn ln_rows[3];           /* LayerNorm and RMSNorm rows */
+    nbwd__rows_fn bn_rows[3];           /* BatchNorm NXC (and GroupNorm NXC) rows */
+    nbwd__planes_fn planes_reduce[3];   /* BatchNorm NCX (and GroupNorm NCX) planes: sums */
+    nbwd__planes_fn planes_apply[3];    /* and dx */
+    nbwd__add_store_fn add_store[3];    /* the staged rows' store (residual gradient) */
+    nbwd__unscale_fn unscale[3];        /* xhat from the forward output */
+    nbwd__widen_fn widen[3];            /* 16-bit data to f32 ([NBWD_F32]: NULL) */
+    nbwd__narrow_fn narrow[3];          /* f32 to 16-bit data ([NBWD_F32]: NULL) */
+    /* f32 alone */
     void (*add)(float *dst, const float *src, int64_t n); /* dst[i] += src[i] */
     /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
     void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
-    void (*widen)(const uint16_t *src, float *dst, int dt, int64_t n); /* the bulk conversions */
-    void (*narrow)(const float *src, uint16_t *dst, int dt, int64_t n);
-    /* out[i] = (y[i] - beta[i]) * inv[i], y of type dt: xhat from dst */
-    void (*unscale)(const void *y, int dt, const float *beta, const float *inv, float *out, int64_t n);
-    /* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole
-       lines non-temporally (not fenced) */
-    void (*add_store)(const float *v, const void *res, void *out, int dt, int64_t n, int stream);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
 } nbwd__kernels;
-/* The data type code for k's kernels: bf16 as k narrows it */
-static int nbwd__kdt(const nbwd__kernels *k, int dt) { return dt == NBWD_BF16 ? k->bf16_dt : dt; }
 
 /* Non-temporal stores only ever write whole 64-byte lines: a line written
    partly by them and partly by ordinary stores (a row's ends, a neighbour
@@ -1148,17 +1166,10 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
     return nt_begin ? 0 : nt_end;
 }
 
-/* The portable path: the kernel template over one-lane "vectors". */
+/* The portable path: the kernel template over one-lane "vectors" (the
+   scalar layer; the SIMD layers are in norm_bwd_simd.h). */
 #define NBWD__KSUFFIX _scalar
-#define NBWD__KISA NBWD_ISA_SCALAR
 #define NBWD__KTARGET
-#define NBWD__KBASE _scalar
-#define NBWD__LAYER_F32 1
-#define NBWD__LAYER_16BIT 2
-#define NBWD__LAYER_NARROW_ROWS 0 /* (rows of at most 4 elements) */
-#define NBWD__LAYER_HW_BF16 0
-#define NBWD__KSUFFIX_HW
-#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V float
 #define NBWD__VW 1
 #define NBWD__V_ZERO() 0.0f
@@ -1176,28 +1187,1032 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 /* (a one-lane vector has no partial form: the _N names are never called) */
 #define NBWD__V_LOAD_N(p, n) (*(p))
 #define NBWD__V_STORE_N(p, n, v) (*(p) = (v))
-#define NBWD__V_STREAM(p, v) (*(p) = (v))
-#define NBWD__V_FENCE() ((void)0)
-#define NBWD__LAYER_HAS_STREAM 0
 #define NBWD__H uint16_t
 #define NBWD__H_LOAD(p) (*(p))
 #define NBWD__H_LOAD_N(p, n) (*(p))
 #define NBWD__H_STORE(p, h) (*(p) = (h))
 #define NBWD__H_STORE_N(p, n, h) (*(p) = (h))
-#define NBWD__H_STREAM(p, h) (*(p) = (h))
 #define NBWD__WIDEN_F16(h) nbwd__f16_to_f32(h)
 #define NBWD__WIDEN_BF16(h) nbwd__bf16_to_f32(h)
 #define NBWD__NARROW_F16(v) nbwd__f32_to_f16(v)
 #define NBWD__NARROW_BF16(v) nbwd__f32_to_bf16(v)
-#define NBWD__NARROW_BF16_HW(v) nbwd__f32_to_bf16(v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1) ((p)[0] = nbwd__f32_to_bf16(v0), (p)[1] = nbwd__f32_to_bf16(v1))
-#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
-#define NBWD__LAYER_RSTD_LANES 0
-#define NBWD__V_RSTD(v, out, eps) ((void)0)
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
+/* The scalar path's pass: the kernel template below, in this very parse
+   (the SIMD layers' passes come from norm_bwd_simd.h, in IMPLEMENTATION,
+   continued). */
+#define NBWD__KERNEL_PASS 1
+#define NBWD__IMPL_TAIL 1
+#endif /* NORM_BWD_IMPLEMENTATION: its head */
+#endif /* !NBWD__KERNEL_PASS */
 
+#if defined(NBWD__KERNEL_PASS) && !defined(NBWD__ENTRY_PASS)
+/* ==========================================================================
+   KERNEL TEMPLATE - the one copy of the kernels, compiled once per path
+   against that path's vector layer: the scalar layer above, in this very
+   parse, and the SIMD layers of norm_bwd_simd.h, each of which defines its
+   layer and includes this file again with NBWD__KERNEL_PASS defined. The
+   functions carry the layer's name suffix (nbwd__ln_rows_f32_avx2) and its
+   target attribute; which of them runs for an operation, path and data
+   type is decided in one place, the tables of KERNEL TABLES below.
+   The data (x, dy, dx) is f32, or bf16/f16 widened on load and narrowed on
+   store; everything else is f32. What loads and sums is written here once
+   per layer, over the data type dt; what stores data, and the entry points
+   the tables name, once per format (PER-FORMAT KERNELS below, compiled for
+   each format the layer has):
+     f32    dt NBWD_F32, a constant
+     16     dt NBWD_F16 or NBWD_BF16, as the call says (a branch the
+            predictor always gets right; f32's branches drop out); bf16
+            narrowed in integer code
+     bf16   dt NBWD_BF16 (a layer without f16 conversions)
+     bf16i  dt NBWD_BF16, narrowed by the layer's bf16 instruction
+
+   The vector layer: operations and facts, nothing that selects a build.
+   Required (an #error names a missing one):
+     NBWD__KSUFFIX NBWD__KTARGET              name suffix, function attribute
+     NBWD__V NBWD__VW                         the vector type, VW float lanes
+     NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
+     NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
+     NBWD__V_FMA(a, b, c)                     a * b + c, fused where the path has FMA
+     NBWD__V_HSUM(v)                          the sum of the lanes, in a fixed order
+     NBWD__V_LOAD(p) NBWD__V_STORE(p, v)      VW floats, unaligned
+     NBWD__V_LOAD_N(p, n)                     the first n lanes (0 < n < VW), the
+     NBWD__V_STORE_N(p, n, v)                 others zero; a store writes no other
+                                              lane's bytes
+     NBWD__H                                  VW 16-bit values (bf16 or f16 bits)
+     NBWD__H_LOAD(p) NBWD__H_STORE(p, h)      VW of them at p
+     NBWD__H_LOAD_N(p, n) NBWD__H_STORE_N(p, n, h)   the first n, as V_LOAD_N
+     NBWD__WIDEN_BF16(h) NBWD__NARROW_BF16(v) bf16 to a vector of f32 (exact), and
+                                              back: nearest even, NaN a quiet NaN
+   Optional (this file's default where absent):
+     NBWD__V_STREAM(p, v) NBWD__V_FENCE()     non-temporal store (p 64-byte aligned)
+                                              and the fence after a run of them
+                                              (default: a plain store, no fence)
+     NBWD__H_STREAM(p, h)                     16-bit data likewise (default: plain)
+     NBWD__WIDEN_F16(h) NBWD__NARROW_F16(v)   f16 conversions, both or neither
+                                              (without them: no f16 kernels; the
+                                              layer's table sends f16 elsewhere)
+     NBWD__NARROW_BF16_INSN(v)                NARROW_BF16's bits by the layer's bf16
+                                              instruction (with it: bf16i kernels)
+     NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values to bf16 at p (one pack
+     NBWD__V_STREAM2_BF16(p, v0, v1)          where the narrowing is integer code;
+                                              default: two narrowings and stores)
+     NBWD__V_RSTD_LANES NBWD__V_RSTD(v, out, eps)   LANES of out = (float)(1 /
+                                              sqrt((double)v + eps)), IEEE double
+                                              (default: scalar code)
+   This file #undefs every layer name at the end of its pass.
+   ========================================================================== */
+#if !defined(NBWD__KSUFFIX) || !defined(NBWD__KTARGET) || !defined(NBWD__V) || !defined(NBWD__VW) ||            \
+    !defined(NBWD__V_ZERO) || !defined(NBWD__V_SET1) || !defined(NBWD__V_ADD) || !defined(NBWD__V_SUB) ||       \
+    !defined(NBWD__V_MUL) || !defined(NBWD__V_FMA) || !defined(NBWD__V_HSUM) || !defined(NBWD__V_LOAD) ||       \
+    !defined(NBWD__V_STORE) || !defined(NBWD__V_LOAD_N) || !defined(NBWD__V_STORE_N) || !defined(NBWD__H) ||    \
+    !defined(NBWD__H_LOAD) || !defined(NBWD__H_STORE) || !defined(NBWD__H_LOAD_N) || !defined(NBWD__H_STORE_N) || \
+    !defined(NBWD__WIDEN_BF16) || !defined(NBWD__NARROW_BF16)
+#error "norm_bwd.h: a vector layer lacks a required operation (see the KERNEL TEMPLATE's list)"
+#endif
+#if defined(NBWD__WIDEN_F16) != defined(NBWD__NARROW_F16)
+#error "norm_bwd.h: a vector layer defines one f16 conversion without the other"
+#endif
+#if defined(NBWD__V_STREAM)
+#define NBWD__HAS_STREAM 1
+#else
+#define NBWD__HAS_STREAM 0
+#define NBWD__V_STREAM(p, v) NBWD__V_STORE(p, v)
+#endif
+#ifndef NBWD__V_FENCE
+#define NBWD__V_FENCE() ((void)0)
+#endif
+#ifndef NBWD__H_STREAM
+#define NBWD__H_STREAM(p, h) NBWD__H_STORE(p, h)
+#endif
+#if defined(NBWD__WIDEN_F16)
+#define NBWD__HAS_F16 1
+#else
+#define NBWD__HAS_F16 0
+#endif
+#if defined(NBWD__NARROW_BF16_INSN)
+#define NBWD__HAS_BF16I 1
+#else
+#define NBWD__HAS_BF16I 0
+#endif
+#ifndef NBWD__V_NARROW2_BF16
+#define NBWD__V_NARROW2_BF16(p, v0, v1) \
+    (NBWD__H_STORE(p, NBWD__NARROW_BF16(v0)), NBWD__H_STORE((p) + NBWD__VW, NBWD__NARROW_BF16(v1)))
+#endif
+#ifndef NBWD__V_STREAM2_BF16
+#define NBWD__V_STREAM2_BF16(p, v0, v1) \
+    (NBWD__H_STREAM(p, NBWD__NARROW_BF16(v0)), NBWD__H_STREAM((p) + NBWD__VW, NBWD__NARROW_BF16(v1)))
+#endif
+#ifndef NBWD__V_RSTD_LANES
+#define NBWD__V_RSTD_LANES 0
+#endif
+
+#define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
+#define NBWD__KFN NBWD__INLINE NBWD__KTARGET
+/* Which kernels get copies of their own for narrow rows of 2-4 vectors
+   (the row, gamma and the column partials in registers): LayerNorm's on
+   every vector path; BatchNorm's f32 ones, and its 16-bit ones on 16 lanes
+   (avx2's bf16 rows measured slower with it). */
+#define NBWD__NARROW_LN (NBWD__VW > 1)
+#define NBWD__NARROW_BN(dt) (NBWD__VW > 1 && ((dt) == NBWD_F32 || NBWD__VW >= 16))
+
+/* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
+   in every loop): a whole vector. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__load)(const float *p, int lanes) {
+    return lanes == NBWD__VW ? NBWD__V_LOAD(p) : NBWD__V_LOAD_N(p, lanes);
+}
+/* Stores the first `lanes` lanes; a whole vector non-temporally with stream. */
+NBWD__KFN void NBWD__K(nbwd__store)(float *p, int lanes, NBWD__V v, int stream) {
+    if (lanes < NBWD__VW) NBWD__V_STORE_N(p, lanes, v);
+    else if (stream) NBWD__V_STREAM(p, v);
+    else NBWD__V_STORE(p, v);
+}
+/* Data of type dt at element i of p, as load above: 16-bit data is one
+   access (whole or partial) and the format's conversion. (Stores narrow as
+   the entry point's format says: PER-FORMAT KERNELS below.) */
+NBWD__KFN NBWD__V NBWD__K(nbwd__load_data)(const void *p, int64_t i, int lanes, int dt) {
+    const uint16_t *q = (const uint16_t *)p + i;
+    NBWD__H h;
+    if (dt == NBWD_F32) return NBWD__K(nbwd__load)((const float *)p + i, lanes);
+    h = lanes < NBWD__VW ? NBWD__H_LOAD_N(q, lanes) : NBWD__H_LOAD(q);
+#if NBWD__HAS_F16
+    return dt == NBWD_BF16 ? NBWD__WIDEN_BF16(h) : NBWD__WIDEN_F16(h);
+#else
+    return NBWD__WIDEN_BF16(h); /* (a layer without f16 compiles no f16 kernel) */
+#endif
+}
+
+/* A set's coefficients, broadcast (a LayerNorm row, a BatchNorm channel):
+   xhat = (x - xm) * xs, dx = scale * (g - (mg + xhat * mgx)). Vectors, not
+   the floats they came from: a float in memory would be reloaded after every
+   store to the column partials, which might alias it. */
+typedef struct NBWD__K(nbwd__coef) {
+    NBWD__V xm, xs, mg, mgx, scale;
+} NBWD__K(nbwd__coef);
+NBWD__KFN NBWD__K(nbwd__coef) NBWD__K(nbwd__coef_of)(float xm, float xs, float mg, float mgx, float scale) {
+    NBWD__K(nbwd__coef) c;
+    c.xm = NBWD__V_SET1(xm); c.xs = NBWD__V_SET1(xs);
+    c.mg = NBWD__V_SET1(mg); c.mgx = NBWD__V_SET1(mgx); c.scale = NBWD__V_SET1(scale);
+    return c;
+}
+#define NBWD__XHAT_OF(x, xm, xs) NBWD__V_MUL(NBWD__V_SUB(x, xm), xs)
+#define NBWD__DX_OF(g, xh, mg, mgx, scale) NBWD__V_MUL(NBWD__V_SUB(g, NBWD__V_FMA(xh, mgx, mg)), scale)
+#define NBWD__XHAT(c, x) NBWD__XHAT_OF(x, (c)->xm, (c)->xs)
+#define NBWD__DX(c, g, xh) NBWD__DX_OF(g, xh, (c)->mg, (c)->mgx, (c)->scale)
+
+/* A row's sums, sum g and sum g * xhat, in two chains of vectors (two
+   chains hide the add latency). */
+typedef struct NBWD__K(nbwd__sums) {
+    NBWD__V g0, gx0, g1, gx1;
+} NBWD__K(nbwd__sums);
+NBWD__KFN void NBWD__K(nbwd__sums_zero)(NBWD__K(nbwd__sums) *s) {
+    s->g0 = s->gx0 = s->g1 = s->gx1 = NBWD__V_ZERO();
+}
+NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out) {
+    out[0] = NBWD__V_HSUM(NBWD__V_ADD(s->g0, s->g1));
+    out[1] = NBWD__V_HSUM(NBWD__V_ADD(s->gx0, s->gx1));
+}
+
+/* 16-bit LayerNorm rows of up to NBWD__KEEP_COLS elements keep each
+   element's g and xhat in f32 (a stack buffer of about 8.5 KiB) from the
+   row's reduction to its dx, instead of loading and widening the row a
+   second time (faster on every path, in L2 and out of cache; wider rows,
+   whose buffer would leave L1, and f32 rows, with nothing to widen,
+   measured slower and recompute: bench/NOTES.md). g lies at keep[i], xhat
+   at keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
+#define NBWD__KEEP_COLS 1024
+#define NBWD__KEEP_XH (NBWD__KEEP_COLS + 64)
+
+/* One vector of a row's reduction at element i (lanes wide): g = dy * vgam
+   (dy without gamma) into the chain (sg, sgx), the column partials dg +=
+   dy * xhat, db += dy (cols.dg: both or neither), and with keep g and
+   xhat kept. The caller loads gamma's vector: the one-pass loop shares it
+   between its two rows. */
+NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
+                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
+                                        NBWD__V vgam, NBWD__V *sg, NBWD__V *sgx, float *keep) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
+    NBWD__V xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
+    NBWD__V g = has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy;
+    *sg = NBWD__V_ADD(*sg, g);
+    *sgx = NBWD__V_FMA(g, xh, *sgx);
+    if (keep) {
+        NBWD__K(nbwd__store)(keep + i, lanes, g, 0);
+        NBWD__K(nbwd__store)(keep + NBWD__KEEP_XH + i, lanes, xh, 0);
+    }
+    if (cols.dg) {
+        NBWD__K(nbwd__store)(cols.dg + i, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(cols.dg + i, lanes)), 0);
+        NBWD__K(nbwd__store)(cols.db + i, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(cols.db + i, lanes)), 0);
+    }
+}
+/* dx of one vector at element i (not stored): from the kept g and xhat,
+   or from x and dy. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
+                                       const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
+                                       const float *keep) {
+    NBWD__V vdy, xh;
+    if (keep)
+        return NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes));
+    vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
+    xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
+    return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
+}
+/* gamma's vector at element i (zeros, unused, without gamma) */
+NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
+    return has_gamma ? NBWD__K(nbwd__load)(cols.gamma + i, lanes) : NBWD__V_ZERO();
+}
+
+/* Software prefetch of rows that stream in from memory: the lines of x and
+   dy NBWD__KPF_BYTES past the elements [i, i + 2 VW), each line once. The
+   distance and hint are per width, as measured (bench/NOTES.md): 16-lane
+   paths 2 KiB ahead with a hint to L2 (prefetcht2 reads streams faster than
+   no prefetch or prefetcht0 on Zen 4), narrower ones 1 KiB ahead into L1. */
+#if NBWD__VW >= 16
+#define NBWD__KPF(addr) NBWD__PREFETCH_L2(addr)
+#define NBWD__KPF_BYTES 2048
+#else
+#define NBWD__KPF(addr) NBWD__PREFETCH(addr)
+#define NBWD__KPF_BYTES 1024
+#endif
+NBWD__KFN void NBWD__K(nbwd__prefetch_ahead)(const void *x, const void *dy, int dt, int64_t i) {
+    const int64_t esz = (int64_t)nbwd__esize(dt), step = 2 * NBWD__VW * esz; /* the bytes of [i, i + 2 VW) */
+    int64_t k;
+    if (step < 64 && (i * esz) % 64 != 0) return; /* their line was prefetched already */
+    for (k = 0; k < step; k += 64) {
+        NBWD__KPF((const char *)x + i * esz + k + NBWD__KPF_BYTES);
+        NBWD__KPF((const char *)dy + i * esz + k + NBWD__KPF_BYTES);
+    }
+}
+
+/* A row's reduction over [0, n), in a fixed order: pairs of vectors into the
+   two chains, an odd last whole vector into the first, a partial last one
+   into the second. Every loop below keeps this order, so a row's sums never
+   depend on which loop handled it. prefetch: the row streams in from
+   memory; keep (or NULL): where g and xhat are kept. */
+NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
+                                         nbwd__cols cols, int has_gamma, float *sums, float *keep,
+                                         int prefetch) {
+    NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(xm, xs, 0.0f, 0.0f, 0.0f);
+    NBWD__K(nbwd__sums) s;
+    int64_t i = 0;
+    NBWD__K(nbwd__sums_zero)(&s);
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
+        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(x, dy, dt, i);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), &s.g1, &s.gx1,
+                                 keep);
+    }
+    if (i + NBWD__VW <= n) {
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
+        i += NBWD__VW;
+    }
+    if (i < n) {
+        int lanes = (int)(n - i);
+        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, lanes, &c, cols, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), &s.g1, &s.gx1, keep);
+    }
+    NBWD__K(nbwd__sums_out)(&s, sums);
+}
+
+/* A row's mean(g), the term that centring x adds to dx: RMSNorm has none
+   (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
+#define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
+
+/* The body once per vector v < nv (nv, at most 4, a constant): the narrow-
+   row kernels and the sweep keep that many vectors in registers. */
+#define NBWD__EACH_VEC(v, ...)                       \
+    do {                                             \
+        { const int v = 0; __VA_ARGS__ }             \
+        if (nv > 1) { const int v = 1; __VA_ARGS__ } \
+        if (nv > 2) { const int v = 2; __VA_ARGS__ } \
+        if (nv > 3) { const int v = 3; __VA_ARGS__ } \
+    } while (0)
+#define NBWD__NARROW_VECS 4
+#define NBWD__ZERO_VECS(a) ((a)[0] = (a)[1] = (a)[2] = (a)[3] = NBWD__V_ZERO())
+
+#if NBWD__VW >= 16
+/* Large f32 tensors with both outputs, on 16-lane vectors (elsewhere, and
+   for 16-bit data, it measured slower): rows go a sub-block at a time. The
+   rows' sums are reduced as the sub-block streams in from memory; then the
+   sub-block, now in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of
+   columns at a time: dx is written and the chunk's column partials stay in
+   registers down the rows (a load and a store of the partials per row and
+   vector cost about a fifth of the time). Each column adds its rows in
+   order and each row's sums are reduce_row's: the bits of a row at a time. */
+#define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
+#define NBWD__SWEEP_VECS 4            /* columns per chunk, in vectors (EACH_VEC: at most 4) */
+/* nv vectors at column j over rows [r0, r1), the last one `last` lanes wide;
+   stream: dx non-temporal where a row's chunk starts a line. */
+NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, int64_t r0, int64_t r1,
+                                         int64_t j, const float *mg, const float *mgx, const int nv, int last,
+                                         int stream) {
+    int64_t i;
+    NBWD__V gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
+    NBWD__EACH_VEC(v, {
+        gam[v] = NBWD__K(nbwd__load)(cols.gamma + j + v * NBWD__VW, NBWD__LANES(v));
+        cdg[v] = NBWD__K(nbwd__load)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v));
+        cdb[v] = NBWD__K(nbwd__load)(cols.db + j + v * NBWD__VW, NBWD__LANES(v));
+    });
+    for (i = r0; i < r1; ++i) {
+        const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
+        float *dx = (float *)r->dx + r->dx_off[i] + j;
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
+        int nt = stream && (uintptr_t)dx % 64 == 0;
+        NBWD__EACH_VEC(v, {
+            NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
+            NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
+            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
+            cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
+            cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
+        });
+    }
+    NBWD__EACH_VEC(v, {
+        NBWD__K(nbwd__store)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
+        NBWD__K(nbwd__store)(cols.db + j + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
+    });
+#undef NBWD__LANES
+}
+NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, nbwd__cols cols) {
+    int64_t n = r->n, i, j, r0, r1, subs;
+    int64_t sub = NBWD__SWEEP_BYTES / (2 * n * 4), chunk = NBWD__SWEEP_VECS * NBWD__VW;
+    float mg[NBWD__ROW_BATCH], mgx[NBWD__ROW_BATCH], sums[2], inv_n = 1.0f / (float)n;
+    const nbwd__cols gamma_only = {cols.gamma, NULL, NULL};
+    /* whole chunks stream when they are whole lines (rows aligned to 64) */
+    int stream = r->stream && NBWD__HAS_STREAM && (chunk * 4) % 64 == 0;
+    if (sub < 1) sub = 1;
+    subs = (r->count + sub - 1) / sub; /* sub-blocks of equal size */
+    sub = (r->count + subs - 1) / subs;
+    for (r0 = 0; r0 < r->count; r0 = r1) {
+        r1 = r0 + sub < r->count ? r0 + sub : r->count;
+        for (i = r0; i < r1; ++i) {
+            NBWD__K(nbwd__reduce_row)((const float *)r->x + r->x_off[i], (const float *)r->dy + r->dy_off[i],
+                                      NBWD_F32, n, r->xm[i], r->xs[i], gamma_only, 1, sums, NULL, 1);
+            mg[i] = NBWD__MEAN_G(r, sums, inv_n);
+            mgx[i] = sums[1] * inv_n;
+        }
+        for (j = 0; j + chunk <= n; j += chunk)
+            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, NBWD__SWEEP_VECS, NBWD__VW, stream);
+        for (; j + NBWD__VW <= n; j += NBWD__VW)
+            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, NBWD__VW, 0);
+        if (j < n) NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, (int)(n - j), 0);
+    }
+    if (stream) NBWD__V_FENCE();
+}
+#endif
+/* The sweep where it applies (1), else 0: out of cache, f32, every output. */
+NBWD__KFN int NBWD__K(nbwd__ln_try_sweep)(const nbwd__rows *r, int dt, nbwd__cols cols) {
+#if NBWD__VW >= 16
+    if (dt == NBWD_F32 && r->stream && r->dx && cols.dg) {
+        NBWD__K(nbwd__ln_sweep)(r, cols);
+        return 1;
+    }
+#endif
+    (void)r; (void)dt; (void)cols;
+    return 0;
+}
+
+/* A batch of LayerNorm rows without dx: the column partials alone. */
+NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__cols cols) {
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    float sums[2];
+    for (i = 0; i < r->count; ++i)
+        NBWD__K(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, r->n, r->xm[i], r->xs[i],
+                                  cols, 1, sums, NULL, 0);
+}
+
+/* BatchNorm NXC: one vector of a row of all channels, each channel with its
+   own coefficients. */
+NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt, int64_t j, int lanes) {
+    return NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes),
+                         NBWD__K(nbwd__load)(ch.xs + j, lanes));
+}
+NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, int dt, int64_t j,
+                                            int lanes) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
+    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
+    NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
+    NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
+}
+
+
+/* BatchNorm NCX: a run of planes (see nbwd__planes), their sums added to
+   p->sums (sum dy, then sum dy * xhat), or their dx. The 16-lane paths
+   prefetch the planes, as the LayerNorm sweep does. */
+NBWD__KFN void NBWD__K(nbwd__planes_reduce_body)(const nbwd__planes *p, int dt) {
+    const nbwd__cols none = {NULL, NULL, NULL};
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    float s[2], *sums = p->sums;
+    for (i = 0; i < p->count; ++i, sums += p->sums_step) {
+        NBWD__K(nbwd__reduce_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz, dt, p->n, p->xm[i],
+                                  p->xs[i], none, 0, s, NULL, NBWD__VW >= 16);
+        sums[0] += s[0];
+        sums[1] += s[1];
+    }
+}
+
+/* The f32 kernels every layer has once. */
+/* dst += src (the pairwise combination of block partials) */
+static NBWD__KTARGET void NBWD__K(nbwd__add)(float *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__V_STORE(dst + i, NBWD__V_ADD(NBWD__V_LOAD(dst + i), NBWD__V_LOAD(src + i)));
+    for (; i < n; ++i) dst[i] += src[i];
+}
+/* A batch of rows' rstd: the scalar code's double-precision operations on
+   vectors of doubles where the layer has them (IEEE add, square root and
+   divide: the same bits); one row at a time, the divide and square root
+   were a fifth of the time of rows of a few dozen elements. */
+static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd, int64_t count, double eps) {
+    int64_t i = 0;
+#if NBWD__V_RSTD_LANES > 0
+    for (; i + NBWD__V_RSTD_LANES <= count; i += NBWD__V_RSTD_LANES) NBWD__V_RSTD(variance + i, rstd + i, eps);
+#endif
+    for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
+}
+static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
+
+/* The per-format kernels and entry points (below, this file included
+   again for each format the layer has): f32; 16, or bf16 alone where the
+   layer has no f16 conversions; bf16i where it has a bf16 instruction. In
+   an editor's parse of this file the f32 ones are the code below itself
+   (NBWD__ENTRIES_INLINE), so that it reads as live code. */
+#define NBWD__FMT_F32 0
+#define NBWD__FMT_16 1
+#define NBWD__FMT_BF16 2
+#define NBWD__FMT_BF16I 3
+#define NBWD__ENTRY_PASS 1
+#if !defined(NBWD__ENTRIES_INLINE)
+#define NBWD__FMT NBWD__FMT_F32
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__FMT
+#endif
+#if NBWD__HAS_F16
+#define NBWD__FMT NBWD__FMT_16
+#else
+#define NBWD__FMT NBWD__FMT_BF16
+#endif
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__FMT
+#if NBWD__HAS_BF16I
+#define NBWD__FMT NBWD__FMT_BF16I
+#include NORM_BWD_HEADER_FILENAME
+#undef NBWD__FMT
+#endif
+#undef NBWD__ENTRY_PASS
+#if defined(NBWD__ENTRIES_INLINE)
+#define NBWD__FMT NBWD__FMT_F32
+#endif
+#endif /* the kernel template */
+
+#if defined(NBWD__ENTRY_PASS) || (defined(NBWD__KERNEL_PASS) && defined(NBWD__ENTRIES_INLINE))
+/* ==========================================================================
+   PER-FORMAT KERNELS AND ENTRY POINTS - written once over a format NBWD__FMT
+   (see the KERNEL TEMPLATE), which decides how 16-bit data is narrowed:
+   what stores data, and the functions the kernel tables point at,
+   nbwd__<kernel>_<format>_<layer> (nbwd__ln_rows_16_avx2).
+   NBWD__FMT_DT(dt) is the format's data type for a call whose data type
+   is dt.
+   ========================================================================== */
+#if NBWD__FMT == NBWD__FMT_F32
+#define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _f32), NBWD__KSUFFIX)
+#define NBWD__FMT_DT(dt) NBWD_F32
+#elif NBWD__FMT == NBWD__FMT_16
+#define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _16), NBWD__KSUFFIX)
+#define NBWD__FMT_DT(dt) ((dt) == NBWD_BF16 ? NBWD_BF16 : NBWD_F16)
+#elif NBWD__FMT == NBWD__FMT_BF16
+#define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _bf16), NBWD__KSUFFIX)
+#define NBWD__FMT_DT(dt) NBWD_BF16
+#else
+#define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _bf16i), NBWD__KSUFFIX)
+#define NBWD__FMT_DT(dt) NBWD_BF16
+#endif
+
+/* v as data of type dt at element i of p (the first `lanes` lanes; a whole
+   vector non-temporally with stream): 16-bit data narrowed as the format
+   says, then one store. */
+NBWD__KFN void NBWD__KF(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, NBWD__V v, int stream) {
+    uint16_t *q = (uint16_t *)p + i;
+    NBWD__H h;
+    if (dt == NBWD_F32) {
+        NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
+        return;
+    }
+#if NBWD__FMT == NBWD__FMT_BF16I
+    h = NBWD__NARROW_BF16_INSN(v);
+#elif NBWD__FMT == NBWD__FMT_16
+    h = dt == NBWD_BF16 ? NBWD__NARROW_BF16(v) : NBWD__NARROW_F16(v);
+#else
+    h = NBWD__NARROW_BF16(v);
+#endif
+    if (lanes < NBWD__VW) NBWD__H_STORE_N(q, lanes, h);
+    else if (stream) NBWD__H_STREAM(q, h);
+    else NBWD__H_STORE(q, h);
+}
+/* Two whole vectors at element i; bf16 narrows the pair in one go (one
+   pack, one store on the layers whose narrowing is integer code; the bf16
+   instruction narrows one vector at a time). */
+NBWD__KFN void NBWD__KF(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0, NBWD__V v1, int stream) {
+#if NBWD__FMT != NBWD__FMT_BF16I
+    if (dt == NBWD_BF16 && stream) NBWD__V_STREAM2_BF16((uint16_t *)p + i, v0, v1);
+    else if (dt == NBWD_BF16) NBWD__V_NARROW2_BF16((uint16_t *)p + i, v0, v1);
+    else
+#endif
+    {
+        NBWD__KF(nbwd__store_data)(p, i, NBWD__VW, dt, v0, stream);
+        NBWD__KF(nbwd__store_data)(p, i + NBWD__VW, NBWD__VW, dt, v1, stream);
+    }
+}
+
+
+/* dx of [i, end) of a row: bf16 pairs of vectors, whole vectors, then a
+   partial one (or none); the vectors that end by stream_end non-temporally
+   (dx + i 64-byte aligned then). */
+NBWD__KFN void NBWD__KF(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
+                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
+                                         int has_gamma, const float *keep) {
+    for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
+        NBWD__KF(nbwd__store_pair)(
+            dx, i, dt,
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
+            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
+                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
+            i + 2 * NBWD__VW <= stream_end);
+    for (; i + NBWD__VW <= end; i += NBWD__VW)
+        NBWD__KF(nbwd__store_data)(dx, i, NBWD__VW, dt,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
+                                  i + NBWD__VW <= stream_end);
+    if (i < end) {
+        int lanes = (int)(end - i);
+        NBWD__KF(nbwd__store_data)(dx, i, lanes, dt,
+                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
+                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
+                                  0);
+    }
+}
+/* dx of one row; stream: its whole 64-byte lines non-temporally (not
+   fenced), the rest with ordinary stores: up to the first whole line, then
+   from there. */
+NBWD__KFN void NBWD__KF(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
+                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
+                                        const float *keep, int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
+    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
+}
+
+/* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
+   sums_b, in reduce_row's order) while dx of row a, whose sums are done, is
+   written. Row b streams in from memory while row a, read a moment ago,
+   comes from the cache: one pass over memory keeps the loads in flight
+   while the arithmetic runs. stream: row a's whole lines non-temporally
+   when its dx starts a line (else ordinary stores). keep (or NULL): row a's
+   g and xhat, which row b's replace. */
+NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
+                                         const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
+                                         float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
+                                         int stream) {
+    NBWD__K(nbwd__sums) s;
+    int64_t i = 0, nt_begin = 0, nt_end = 0;
+    /* prefetch 16-bit rows, and f32 rows on narrower paths from 4 KiB or out
+       of cache (f32 on 16-lane paths measured slower with it) */
+    const int prefetch = dt != NBWD_F32 || (NBWD__VW < 16 && (n >= 1024 || stream));
+    NBWD__K(nbwd__sums_zero)(&s);
+    if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(dxa, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    if (nt_begin != 0) nt_end = 0;
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
+        /* gamma loaded once for both rows: the compiler cannot reuse one
+           load across the column-partial stores, which might alias gamma */
+        NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
+        int st = i + 2 * NBWD__VW <= nt_end;
+        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
+        if ((dt) != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
+            NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
+                                      st);
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
+            NBWD__KF(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
+                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
+            continue;
+        }
+        /* row a's dx first: with keep, row b's g and xhat replace row a's;
+           bf16 stores the pair in one go */
+        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
+        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
+        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
+        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
+        NBWD__KF(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
+    }
+    for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
+        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
+        if (lanes == NBWD__VW)
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
+        else
+            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, lanes, cb, cols, 1, g, &s.g1, &s.gx1, keep);
+        NBWD__KF(nbwd__store_data)(dxa, i, lanes, dt, dxv, lanes == NBWD__VW && i + NBWD__VW <= nt_end);
+    }
+    NBWD__K(nbwd__sums_out)(&s, sums_b);
+}
+
+/* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
+   are reduced in the loop that writes row i-1's dx. */
+NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    float inv_n = 1.0f / (float)n, sums[2];
+    NBWD__K(nbwd__coef) ca, cb;
+    NBWD__K(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0], cols,
+                              1, sums, keep, 0);
+    for (i = 1; i < r->count; ++i) {
+        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n,
+                                    r->rstd[i - 1]);
+        cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
+        NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
+                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
+                                  r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
+    }
+    i = r->count - 1;
+    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
+    NBWD__KF(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
+                             n, &ca, cols, 1, keep, r->stream);
+    if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
+}
+
+/* Narrow LayerNorm rows, nv <= NBWD__NARROW_VECS vectors (the last partial
+   when n % VW): each row is loaded once and kept in registers for its sums
+   and its dx, and gamma and the column partials stay in registers for the
+   whole batch (through memory, each row's update of a partial would wait
+   for the previous row's store of it). Vector v goes to sum chain v & 1, a
+   partial last one to chain 1: reduce_row's order. */
+NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__cols cols, const int nv) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
+    /* bf16: whole vectors stored in pairs (see store_pair) */
+    const int paired = (dt) == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
+    NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
+    NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
+    float inv_n = 1.0f / (float)n;
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
+    NBWD__EACH_VEC(v, {
+        gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
+        cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
+        cdb[v] = cols.dg ? NBWD__K(nbwd__load)(cols.db + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
+    });
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, r->rstd[i]);
+        NBWD__K(nbwd__sums) s;
+        NBWD__K(nbwd__sums_zero)(&s);
+        NBWD__EACH_VEC(v, {
+            NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+            xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
+            if (cols.dg) {
+                cdg[v] = NBWD__V_FMA(vdy, xh[v], cdg[v]);
+                cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
+            }
+            g[v] = NBWD__V_MUL(vdy, gam[v]);
+            if (NBWD__LANES(v) < NBWD__VW || (v & 1)) {
+                s.g1 = NBWD__V_ADD(s.g1, g[v]);
+                s.gx1 = NBWD__V_FMA(g[v], xh[v], s.gx1);
+            } else {
+                s.g0 = NBWD__V_ADD(s.g0, g[v]);
+                s.gx0 = NBWD__V_FMA(g[v], xh[v], s.gx0);
+            }
+        });
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            float sums[2];
+            int64_t nt_begin = 0, nt_end = 0;
+            int whole; /* the row is whole lines: every vector non-temporal */
+            NBWD__V out[NBWD__NARROW_VECS];
+            NBWD__K(nbwd__sums_out)(&s, sums);
+            c.mg = NBWD__V_SET1(NBWD__MEAN_G(r, sums, inv_n));
+            c.mgx = NBWD__V_SET1(sums[1] * inv_n);
+            if (r->stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
+            whole = nt_begin == 0 && nt_end == n;
+            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
+            if (paired >= 2) NBWD__KF(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
+            if (paired >= 4) NBWD__KF(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
+            NBWD__EACH_VEC(v, {
+                if (v >= paired) NBWD__KF(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out[v], whole);
+            });
+        }
+    }
+    if (cols.dg) {
+        NBWD__EACH_VEC(v, {
+            NBWD__K(nbwd__store)(cols.dg + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
+            NBWD__K(nbwd__store)(cols.db + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
+        });
+    }
+    if (r->dx && r->stream) NBWD__V_FENCE();
+#undef NBWD__LANES
+}
+NBWD__KFN void NBWD__KF(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
+                                           int lanes, int stream) {
+    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
+    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
+    NBWD__V out;
+    if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + j, lanes));
+    out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
+                              NBWD__K(nbwd__load)(ch.scale + j, lanes));
+    NBWD__KF(nbwd__store_data)(dx, j, lanes, dt, out, stream);
+}
+
+/* A batch of BatchNorm NXC rows (every channel in each row): the column
+   sums (pass 1), or dx (pass 2: r->dx set). */
+NBWD__KFN void NBWD__KF(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
+    int64_t i, j, n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
+    const nbwd__chans ch = r->chans;
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__HAS_STREAM);
+            for (j = 0; j < full; j += NBWD__VW)
+                NBWD__KF(nbwd__col_apply_at)(ch, x, dy, dx, dt, j, NBWD__VW, j + NBWD__VW <= nt_end);
+            if (full < n) NBWD__KF(nbwd__col_apply_at)(ch, x, dy, dx, dt, full, (int)(n - full), 0);
+        } else {
+            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, j, NBWD__VW);
+            if (full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, full, (int)(n - full));
+        }
+    }
+    if (r->dx && r->stream) NBWD__V_FENCE();
+}
+/* Rows of at most NBWD__NARROW_VECS vectors: the per-channel coefficients
+   and the column partials stay in registers for the batch (through memory,
+   each row's update of a partial waits for the previous row's store of it,
+   and a masked store does not forward to the next row's masked load). nv,
+   the row's vectors, is a run-time count here: one copy, as fast as a copy
+   per count (bench/NOTES.md). The operations of bn_rows_body in its order,
+   so the same bits. */
+NBWD__KFN void NBWD__KF(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
+    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
+    NBWD__V vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
+    NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
+    NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
+    const nbwd__chans ch = r->chans;
+    /* every element set (what a pass does not load stays unused), with
+       constant indices, so the arrays stay in registers */
+    NBWD__ZERO_VECS(vxm); NBWD__ZERO_VECS(vxs); NBWD__ZERO_VECS(acc_dg); NBWD__ZERO_VECS(acc_db);
+    NBWD__ZERO_VECS(vmg); NBWD__ZERO_VECS(vmgx); NBWD__ZERO_VECS(vscale);
+#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
+    NBWD__EACH_VEC(v, {
+        vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
+        vxs[v] = NBWD__K(nbwd__load)(ch.xs + v * NBWD__VW, NBWD__LANES(v));
+        if (r->dx) {
+            vmg[v] = NBWD__K(nbwd__load)(ch.mg + v * NBWD__VW, NBWD__LANES(v));
+            vmgx[v] = NBWD__K(nbwd__load)(ch.mgx + v * NBWD__VW, NBWD__LANES(v));
+            vscale[v] = NBWD__K(nbwd__load)(ch.scale + v * NBWD__VW, NBWD__LANES(v));
+        } else {
+            acc_dg[v] = NBWD__K(nbwd__load)(ch.dg + v * NBWD__VW, NBWD__LANES(v));
+            acc_db[v] = NBWD__K(nbwd__load)(ch.db + v * NBWD__VW, NBWD__LANES(v));
+        }
+    });
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        if (r->dx) {
+            char *dx = r->dx + r->dx_off[i] * esz;
+            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__HAS_STREAM);
+            NBWD__EACH_VEC(v, {
+                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+                NBWD__V xh =
+                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
+                NBWD__KF(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
+                                          NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
+            });
+        } else {
+            NBWD__EACH_VEC(v, {
+                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
+                NBWD__V xh =
+                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
+                acc_dg[v] = NBWD__V_FMA(vdy, xh, acc_dg[v]);
+                acc_db[v] = NBWD__V_ADD(vdy, acc_db[v]);
+            });
+        }
+    }
+    if (r->dx) {
+        if (r->stream) NBWD__V_FENCE();
+    } else {
+        NBWD__EACH_VEC(v, {
+            NBWD__K(nbwd__store)(ch.dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
+            NBWD__K(nbwd__store)(ch.db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
+        });
+    }
+#undef NBWD__LANES
+}
+NBWD__KFN void NBWD__KF(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
+    const nbwd__cols none = {NULL, NULL, NULL};
+    int64_t i, esz = (int64_t)nbwd__esize(dt);
+    for (i = 0; i < p->count; ++i) {
+        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
+        NBWD__KF(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
+                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
+    }
+}
+
+/* A batch of BatchNorm rows: the narrow body where it measured faster */
+NBWD__KFN void NBWD__KF(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narrow) {
+    if (narrow && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)
+        NBWD__KF(nbwd__bn_narrow_body)(r, dt, (int)((r->n + NBWD__VW - 1) / NBWD__VW));
+    else NBWD__KF(nbwd__bn_rows_body)(r, dt);
+}
+
+
+/* out = v + res over [i, end) in type dt; the whole vectors that end by
+   stream_end non-temporally (out + i 64-byte aligned then) */
+NBWD__KFN void NBWD__KF(nbwd__add_span)(const float *v, const void *res, void *out, int dt, int64_t i, int64_t end,
+                                       int64_t stream_end) {
+    for (; i < end; i += NBWD__VW) {
+        int lanes = end - i < NBWD__VW ? (int)(end - i) : NBWD__VW;
+        NBWD__V s = NBWD__K(nbwd__load)(v + i, lanes);
+        if (res) s = NBWD__V_ADD(s, NBWD__K(nbwd__load_data)(res, i, lanes, dt));
+        NBWD__KF(nbwd__store_data)(out, i, lanes, dt, s, lanes == NBWD__VW && i + NBWD__VW <= stream_end);
+    }
+}
+
+/* LayerNorm rows of 2-4 vectors: a function per count, so that the row,
+   gamma and the column partials stay in registers */
+#if NBWD__NARROW_LN
+NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow2)(const nbwd__rows *r) {
+    NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 2);
+}
+NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow3)(const nbwd__rows *r) {
+    NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 3);
+}
+NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow4)(const nbwd__rows *r) {
+    NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 4);
+}
+#endif
+/* LayerNorm rows with dx: 16-bit rows of up to NBWD__KEEP_COLS keep g and
+   xhat (its own function: only this one takes the buffer's stack) */
+NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_rows_dx)(const nbwd__rows *r, nbwd__cols cols) {
+    float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];
+    const int dt = NBWD__FMT_DT(r->dt);
+    NBWD__KF(nbwd__ln_rows_dx_body)(r, dt, cols, dt != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL);
+}
+/* A batch of LayerNorm (RMSNorm) rows; gamma never NULL (ones without
+   affine) */
+static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
+    const int dt = NBWD__FMT_DT(r->dt);
+#if NBWD__NARROW_LN
+    if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
+        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
+        case 2: NBWD__KF(nbwd__ln_narrow2)(r); break;
+        case 3: NBWD__KF(nbwd__ln_narrow3)(r); break;
+        default: NBWD__KF(nbwd__ln_narrow4)(r); break;
+        }
+        return;
+    }
+#endif
+    if (NBWD__K(nbwd__ln_try_sweep)(r, dt, r->cols)) return;
+    if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
+    else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
+}
+/* A batch of BatchNorm (GroupNorm) rows */
+static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
+    const int dt = NBWD__FMT_DT(r->dt);
+    NBWD__KF(nbwd__bn_rows_any)(r, dt, NBWD__NARROW_BN(dt));
+}
+#if NBWD__FMT != NBWD__FMT_BF16I /* (it only loads data: the 16 format's serves bf16i) */
+/* A run of BatchNorm (GroupNorm) NCX planes' sums */
+static NBWD__KTARGET void NBWD__KF(nbwd__planes_reduce)(const nbwd__planes *p) {
+    NBWD__K(nbwd__planes_reduce_body)(p, NBWD__FMT_DT(p->dt));
+}
+#endif
+/* A run of NCX planes' dx */
+static NBWD__KTARGET void NBWD__KF(nbwd__planes_apply)(const nbwd__planes *p) {
+    NBWD__KF(nbwd__planes_apply_body)(p, NBWD__FMT_DT(p->dt));
+}
+/* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole
+   lines non-temporally (not fenced) */
+static NBWD__KTARGET void NBWD__KF(nbwd__add_store)(const float *v, const void *res, void *out, int dt, int64_t n,
+                                                    int stream) {
+    int64_t nt_begin = 0, nt_end = 0;
+    dt = NBWD__FMT_DT(dt);
+    if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(out, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    NBWD__KF(nbwd__add_span)(v, res, out, dt, 0, nt_begin, 0);
+    NBWD__KF(nbwd__add_span)(v, res, out, dt, nt_begin, n, nt_end);
+}
+#if NBWD__FMT != NBWD__FMT_BF16I
+/* xhat from the forward output: out[i] = (y[i] - beta[i]) * inv[i], y of
+   type dt, no FMA (every path's bits are the scalar code's) */
+static NBWD__KTARGET void NBWD__KF(nbwd__unscale)(const void *y, int dt, const float *beta, const float *inv,
+                                                  float *out, int64_t n) {
+    int64_t i;
+    dt = NBWD__FMT_DT(dt);
+    for (i = 0; i < n; i += NBWD__VW) {
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__V v = NBWD__V_SUB(NBWD__K(nbwd__load_data)(y, i, lanes, dt), NBWD__K(nbwd__load)(beta + i, lanes));
+        NBWD__K(nbwd__store)(out + i, lanes, NBWD__V_MUL(v, NBWD__K(nbwd__load)(inv + i, lanes)), 0);
+    }
+}
+#endif
+#if NBWD__FMT != NBWD__FMT_F32 && NBWD__FMT != NBWD__FMT_BF16I
+/* The bulk conversion to f32 (nbwd_bf16_to_f32_n, nbwd_f16_to_f32_n; the
+   staged rows) */
+static NBWD__KTARGET void NBWD__KF(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    dt = NBWD__FMT_DT(dt);
+    for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__V_STORE(dst + i, NBWD__K(nbwd__load_data)(src, i, NBWD__VW, dt));
+    if (i < n) NBWD__K(nbwd__store)(dst + i, (int)(n - i), NBWD__K(nbwd__load_data)(src, i, (int)(n - i), dt), 0);
+}
+#endif
+#if NBWD__FMT != NBWD__FMT_F32
+/* The bulk conversion from f32 */
+static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst, int dt, int64_t n) {
+    int64_t i = 0;
+    dt = NBWD__FMT_DT(dt);
+    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW)
+        NBWD__KF(nbwd__store_pair)(dst, i, dt, NBWD__V_LOAD(src + i), NBWD__V_LOAD(src + i + NBWD__VW), 0);
+    for (; i < n; i += NBWD__VW) {
+        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
+        NBWD__KF(nbwd__store_data)(dst, i, lanes, dt, NBWD__K(nbwd__load)(src + i, lanes), 0);
+    }
+}
+#endif
+#undef NBWD__KF
+#undef NBWD__FMT_DT
+#endif /* the per-format kernels and entry points */
+
+#if defined(NBWD__KERNEL_PASS) && !defined(NBWD__ENTRY_PASS)
+/* The end of a layer's pass: the template's names and the layer's, all of
+   them, so that the next layer starts from nothing. */
+#if defined(NBWD__ENTRIES_INLINE)
+#undef NBWD__FMT
+#undef NBWD__ENTRIES_INLINE
+#endif
+#undef NBWD__FMT_F32
+#undef NBWD__FMT_16
+#undef NBWD__FMT_BF16
+#undef NBWD__FMT_BF16I
+#undef NBWD__K
+#undef NBWD__KFN
+#undef NBWD__NARROW_LN
+#undef NBWD__NARROW_BN
+#undef NBWD__XHAT_OF
+#undef NBWD__DX_OF
+#undef NBWD__XHAT
+#undef NBWD__DX
+#undef NBWD__EACH_VEC
+#undef NBWD__MEAN_G
+#undef NBWD__NARROW_VECS
+#undef NBWD__ZERO_VECS
+#undef NBWD__KEEP_COLS
+#undef NBWD__KEEP_XH
+#undef NBWD__KPF
+#undef NBWD__KPF_BYTES
+#undef NBWD__SWEEP_BYTES
+#undef NBWD__SWEEP_VECS
+#undef NBWD__HAS_STREAM
+#undef NBWD__HAS_F16
+#undef NBWD__HAS_BF16I
+#undef NBWD__KSUFFIX
+#undef NBWD__KTARGET
+#undef NBWD__V
+#undef NBWD__VW
+#undef NBWD__V_ZERO
+#undef NBWD__V_SET1
+#undef NBWD__V_ADD
+#undef NBWD__V_SUB
+#undef NBWD__V_MUL
+#undef NBWD__V_FMA
+#undef NBWD__V_HSUM
+#undef NBWD__V_LOAD
+#undef NBWD__V_STORE
+#undef NBWD__V_LOAD_N
+#undef NBWD__V_STORE_N
+#undef NBWD__V_STREAM
+#undef NBWD__V_FENCE
+#undef NBWD__H
+#undef NBWD__H_LOAD
+#undef NBWD__H_LOAD_N
+#undef NBWD__H_STORE
+#undef NBWD__H_STORE_N
+#undef NBWD__H_STREAM
+#undef NBWD__WIDEN_F16
+#undef NBWD__WIDEN_BF16
+#undef NBWD__NARROW_F16
+#undef NBWD__NARROW_BF16
+#undef NBWD__NARROW_BF16_INSN
+#undef NBWD__V_NARROW2_BF16
+#undef NBWD__V_STREAM2_BF16
+#undef NBWD__V_RSTD_LANES
+#undef NBWD__V_RSTD
+#undef NBWD__KERNEL_PASS
+#endif
+
+#if defined(NBWD__IMPL_TAIL) && !defined(NBWD__KERNEL_PASS)
+/* ==========================================================================
+   IMPLEMENTATION, continued: the SIMD paths, the kernel tables, dispatch,
+   validation and the operations
+   ========================================================================== */
+#undef NBWD__IMPL_TAIL
 #if !defined(NORM_BWD_NO_SIMD)
 #if defined(__has_include)
 #if !__has_include("norm_bwd_simd.h")
@@ -1207,6 +2222,143 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #include "norm_bwd_simd.h"
 #endif
 
+/* -------------------------------------------------------- kernel tables */
+/* Which compiled kernel runs, for each path, kind of kernel and data type:
+   the one place that decides. Columns: f32, f16 and bf16 data (nbwd_dtype
+   order). Names: nbwd__<kernel>_<format>_<layer> (ENTRY POINTS): format f32;
+   16, f16 or bf16 as the call says, bf16 narrowed in integer code; bf16, bf16
+   alone (a layer without f16 conversions); bf16i, bf16 narrowed with the
+   layer's bf16 instruction. Kernels that only load 16-bit data (planes_reduce,
+   unscale, widen) have no bf16i form: the narrowing does not enter them. A
+   name that does not exist fails the build, and a compiled kernel that no
+   table names is an unused function (a warning). */
+static const nbwd__kernels nbwd__kernels_scalar = {
+    NBWD_ISA_SCALAR,
+    {nbwd__ln_rows_f32_scalar, nbwd__ln_rows_16_scalar, nbwd__ln_rows_16_scalar},
+    {nbwd__bn_rows_f32_scalar, nbwd__bn_rows_16_scalar, nbwd__bn_rows_16_scalar},
+    {nbwd__planes_reduce_f32_scalar, nbwd__planes_reduce_16_scalar, nbwd__planes_reduce_16_scalar},
+    {nbwd__planes_apply_f32_scalar, nbwd__planes_apply_16_scalar, nbwd__planes_apply_16_scalar},
+    {nbwd__add_store_f32_scalar, nbwd__add_store_16_scalar, nbwd__add_store_16_scalar},
+    {nbwd__unscale_f32_scalar, nbwd__unscale_16_scalar, nbwd__unscale_16_scalar},
+    {NULL, nbwd__widen_16_scalar, nbwd__widen_16_scalar},
+    {NULL, nbwd__narrow_16_scalar, nbwd__narrow_16_scalar},
+    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar};
+#if defined(NBWD__HAVE_SSE)
+static const nbwd__kernels nbwd__kernels_sse = {
+    NBWD_ISA_SSE,
+    {nbwd__ln_rows_f32_sse, nbwd__ln_rows_16_sse, nbwd__ln_rows_16_sse},
+    {nbwd__bn_rows_f32_sse, nbwd__bn_rows_16_sse, nbwd__bn_rows_16_sse},
+    {nbwd__planes_reduce_f32_sse, nbwd__planes_reduce_16_sse, nbwd__planes_reduce_16_sse},
+    {nbwd__planes_apply_f32_sse, nbwd__planes_apply_16_sse, nbwd__planes_apply_16_sse},
+    {nbwd__add_store_f32_sse, nbwd__add_store_16_sse, nbwd__add_store_16_sse},
+    {nbwd__unscale_f32_sse, nbwd__unscale_16_sse, nbwd__unscale_16_sse},
+    {NULL, nbwd__widen_16_sse, nbwd__widen_16_sse},
+    {NULL, nbwd__narrow_16_sse, nbwd__narrow_16_sse},
+    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse};
+#endif
+#if defined(NBWD__HAVE_AVX2)
+static const nbwd__kernels nbwd__kernels_avx2 = {
+    NBWD_ISA_AVX2,
+    {nbwd__ln_rows_f32_avx2, nbwd__ln_rows_16_avx2, nbwd__ln_rows_16_avx2},
+    {nbwd__bn_rows_f32_avx2, nbwd__bn_rows_16_avx2, nbwd__bn_rows_16_avx2},
+    {nbwd__planes_reduce_f32_avx2, nbwd__planes_reduce_16_avx2, nbwd__planes_reduce_16_avx2},
+    {nbwd__planes_apply_f32_avx2, nbwd__planes_apply_16_avx2, nbwd__planes_apply_16_avx2},
+    {nbwd__add_store_f32_avx2, nbwd__add_store_16_avx2, nbwd__add_store_16_avx2},
+    {nbwd__unscale_f32_avx2, nbwd__unscale_16_avx2, nbwd__unscale_16_avx2},
+    {NULL, nbwd__widen_16_avx2, nbwd__widen_16_avx2},
+    {NULL, nbwd__narrow_16_avx2, nbwd__narrow_16_avx2},
+    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2};
+#endif
+#if defined(NBWD__HAVE_AVX512)
+static const nbwd__kernels nbwd__kernels_avx512 = {
+    NBWD_ISA_AVX512,
+    {nbwd__ln_rows_f32_avx512, nbwd__ln_rows_16_avx512, nbwd__ln_rows_16_avx512},
+    {nbwd__bn_rows_f32_avx512, nbwd__bn_rows_16_avx512, nbwd__bn_rows_16_avx512},
+    {nbwd__planes_reduce_f32_avx512, nbwd__planes_reduce_16_avx512, nbwd__planes_reduce_16_avx512},
+    {nbwd__planes_apply_f32_avx512, nbwd__planes_apply_16_avx512, nbwd__planes_apply_16_avx512},
+    {nbwd__add_store_f32_avx512, nbwd__add_store_16_avx512, nbwd__add_store_16_avx512},
+    {nbwd__unscale_f32_avx512, nbwd__unscale_16_avx512, nbwd__unscale_16_avx512},
+    {NULL, nbwd__widen_16_avx512, nbwd__widen_16_avx512},
+    {NULL, nbwd__narrow_16_avx512, nbwd__narrow_16_avx512},
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
+#endif
+#if defined(NBWD__HAVE_AVX512_BF16) /* avx512's kernels, bf16 narrowed by VCVTNEPS2BF16 */
+static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
+    NBWD_ISA_AVX512_BF16,
+    {nbwd__ln_rows_f32_avx512, nbwd__ln_rows_16_avx512, nbwd__ln_rows_bf16i_avx512},
+    {nbwd__bn_rows_f32_avx512, nbwd__bn_rows_16_avx512, nbwd__bn_rows_bf16i_avx512},
+    {nbwd__planes_reduce_f32_avx512, nbwd__planes_reduce_16_avx512, nbwd__planes_reduce_16_avx512},
+    {nbwd__planes_apply_f32_avx512, nbwd__planes_apply_16_avx512, nbwd__planes_apply_bf16i_avx512},
+    {nbwd__add_store_f32_avx512, nbwd__add_store_16_avx512, nbwd__add_store_bf16i_avx512},
+    {nbwd__unscale_f32_avx512, nbwd__unscale_16_avx512, nbwd__unscale_16_avx512},
+    {NULL, nbwd__widen_16_avx512, nbwd__widen_16_avx512},
+    {NULL, nbwd__narrow_16_avx512, nbwd__narrow_bf16i_avx512},
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
+#endif
+#if defined(NBWD__HAVE_NEON) && defined(NBWD__NEON_NO_F16)
+/* 32-bit Arm: no f16 vector conversions, f16 data runs the scalar kernels */
+static const nbwd__kernels nbwd__kernels_neon = {
+    NBWD_ISA_NEON,
+    {nbwd__ln_rows_f32_neon, nbwd__ln_rows_16_scalar, nbwd__ln_rows_bf16_neon},
+    {nbwd__bn_rows_f32_neon, nbwd__bn_rows_16_scalar, nbwd__bn_rows_bf16_neon},
+    {nbwd__planes_reduce_f32_neon, nbwd__planes_reduce_16_scalar, nbwd__planes_reduce_bf16_neon},
+    {nbwd__planes_apply_f32_neon, nbwd__planes_apply_16_scalar, nbwd__planes_apply_bf16_neon},
+    {nbwd__add_store_f32_neon, nbwd__add_store_16_scalar, nbwd__add_store_bf16_neon},
+    {nbwd__unscale_f32_neon, nbwd__unscale_16_scalar, nbwd__unscale_bf16_neon},
+    {NULL, nbwd__widen_16_scalar, nbwd__widen_bf16_neon},
+    {NULL, nbwd__narrow_16_scalar, nbwd__narrow_bf16_neon},
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+#elif defined(NBWD__HAVE_NEON)
+static const nbwd__kernels nbwd__kernels_neon = {
+    NBWD_ISA_NEON,
+    {nbwd__ln_rows_f32_neon, nbwd__ln_rows_16_neon, nbwd__ln_rows_16_neon},
+    {nbwd__bn_rows_f32_neon, nbwd__bn_rows_16_neon, nbwd__bn_rows_16_neon},
+    {nbwd__planes_reduce_f32_neon, nbwd__planes_reduce_16_neon, nbwd__planes_reduce_16_neon},
+    {nbwd__planes_apply_f32_neon, nbwd__planes_apply_16_neon, nbwd__planes_apply_16_neon},
+    {nbwd__add_store_f32_neon, nbwd__add_store_16_neon, nbwd__add_store_16_neon},
+    {nbwd__unscale_f32_neon, nbwd__unscale_16_neon, nbwd__unscale_16_neon},
+    {NULL, nbwd__widen_16_neon, nbwd__widen_16_neon},
+    {NULL, nbwd__narrow_16_neon, nbwd__narrow_16_neon},
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+#endif
+#if defined(NBWD__HAVE_NEON_BF16) /* neon's kernels, bf16 narrowed by BFCVTN */
+static const nbwd__kernels nbwd__kernels_neon_bf16 = {
+    NBWD_ISA_NEON_BF16,
+    {nbwd__ln_rows_f32_neon, nbwd__ln_rows_16_neon, nbwd__ln_rows_bf16i_neon},
+    {nbwd__bn_rows_f32_neon, nbwd__bn_rows_16_neon, nbwd__bn_rows_bf16i_neon},
+    {nbwd__planes_reduce_f32_neon, nbwd__planes_reduce_16_neon, nbwd__planes_reduce_16_neon},
+    {nbwd__planes_apply_f32_neon, nbwd__planes_apply_16_neon, nbwd__planes_apply_bf16i_neon},
+    {nbwd__add_store_f32_neon, nbwd__add_store_16_neon, nbwd__add_store_bf16i_neon},
+    {nbwd__unscale_f32_neon, nbwd__unscale_16_neon, nbwd__unscale_16_neon},
+    {NULL, nbwd__widen_16_neon, nbwd__widen_16_neon},
+    {NULL, nbwd__narrow_16_neon, nbwd__narrow_bf16i_neon},
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+#endif
+
+/* The drivers' calls into a path's kernels: the table's function for the
+   data type at hand. */
+static void nbwd__run_ln_rows(const nbwd__kernels *k, const nbwd__rows *rows) { k->ln_rows[rows->dt](rows); }
+static void nbwd__run_bn_rows(const nbwd__kernels *k, const nbwd__rows *rows) { k->bn_rows[rows->dt](rows); }
+static void nbwd__run_planes_reduce(const nbwd__kernels *k, const nbwd__planes *planes) {
+    k->planes_reduce[planes->dt](planes);
+}
+static void nbwd__run_planes_apply(const nbwd__kernels *k, const nbwd__planes *planes) {
+    k->planes_apply[planes->dt](planes);
+}
+static void nbwd__run_add_store(const nbwd__kernels *k, const float *v, const void *res, void *out, int dt, int64_t n,
+                                int stream) {
+    k->add_store[dt](v, res, out, dt, n, stream);
+}
+static void nbwd__run_unscale(const nbwd__kernels *k, const void *y, int dt, const float *beta, const float *inv,
+                              float *out, int64_t n) {
+    k->unscale[dt](y, dt, beta, inv, out, n);
+}
+static void nbwd__run_widen(const nbwd__kernels *k, const uint16_t *src, float *dst, int dt, int64_t n) {
+    k->widen[dt](src, dst, dt, n);
+}
+static void nbwd__run_narrow(const nbwd__kernels *k, const float *src, uint16_t *dst, int dt, int64_t n) {
+    k->narrow[dt](src, dst, dt, n);
+}
 /* ------------------------------------------------------------- dispatch */
 /* The only global state: the detected CPU features and the chosen path,
    packed in one int written once (a racing second writer stores the same
@@ -1508,13 +2660,12 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa) {
 static void nbwd__narrow_n(const float *src, uint16_t *dst, int dt, int64_t n) {
     const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
     if (!src || !dst || n <= 0) return;
-    if (!k) k = &nbwd__kernels_scalar;
-    k->narrow(src, dst, nbwd__kdt(k, dt), n);
+    nbwd__run_narrow(k ? k : &nbwd__kernels_scalar, src, dst, dt, n);
 }
 static void nbwd__widen_n(const uint16_t *src, float *dst, int dt, int64_t n) {
     const nbwd__kernels *k = nbwd__select(NBWD_ISA_AUTO);
     if (!src || !dst || n <= 0) return;
-    (k ? k : &nbwd__kernels_scalar)->widen(src, dst, dt, n);
+    nbwd__run_widen(k ? k : &nbwd__kernels_scalar, src, dst, dt, n);
 }
 
 static int nbwd__pick_threads(int requested, int64_t work_elems, int64_t max_parallel) {
@@ -2330,9 +3481,9 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
     int64_t i, dx_off[NBWD__ROW_BATCH];
     for (i = 0; i < count; ++i) {
         const char *x = batch->x + batch->x_off[i] * esz;
-        if (unscale) r->k->unscale(x, p->dt, r->unscale, r->unscale + n, xs + i * n, n);
-        else if (wide) r->k->widen((const uint16_t *)x, xs + i * n, p->dt, n);
-        if (wide) r->k->widen((const uint16_t *)(batch->dy + batch->dy_off[i] * esz), dys + i * n, p->dt, n);
+        if (unscale) nbwd__run_unscale(r->k, x, p->dt, r->unscale, r->unscale + n, xs + i * n, n);
+        else if (wide) nbwd__run_widen(r->k, (const uint16_t *)x, xs + i * n, p->dt, n);
+        if (wide) nbwd__run_widen(r->k, (const uint16_t *)(batch->dy + batch->dy_off[i] * esz), dys + i * n, p->dt, n);
         if (unscale || wide) batch->x_off[i] = i * n;
         if (wide) batch->dy_off[i] = i * n;
         dx_off[i] = batch->dx_off[i];
@@ -2345,11 +3496,11 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
         batch->stream = 0;
     }
     batch->dt = NBWD_F32;
-    r->k->ln_rows[0](batch);
+    nbwd__run_ln_rows(r->k, batch);
     if (!dx_via_slot) return;
     for (i = 0; i < count; ++i)
-        r->k->add_store(dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz,
-                        nbwd__kdt(r->k, p->dt), n, r->stream);
+        nbwd__run_add_store(r->k, dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz,
+                            p->dt, n, r->stream);
     if (r->stream) r->k->fence();
 }
 
@@ -2376,7 +3527,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.x = r->x; /* (staging points them into the slot) */
         batch.dy = r->dy;
         batch.dx = r->want_dx ? r->dx : NULL;
-        batch.dt = nbwd__kdt(r->k, p->dt);
+        batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
         if (r->outer.nd == 1 && p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
@@ -2407,7 +3558,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
             }
         }
         if (slot) nbwd__ln_staged(r, &batch, res_off, slot);
-        else r->k->ln_rows[NBWD__DATA16(p->dt)](&batch);
+        else nbwd__run_ln_rows(r->k, &batch);
         row += batch.count;
     }
 }
@@ -2899,7 +4050,7 @@ NBWD__INLINE nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, in
     const nbwd__bn_plan *p = r->p;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = nbwd__kdt(r->k, p->dt);
+    pl.dt = p->dt;
     pl.n = p->S;
     pl.count = c1 - c0;
     pl.x_step = p->st[0][1];
@@ -2935,7 +4086,7 @@ static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
     pl.sums_step = p->nchunks * 2;
     for (; n < end; ++n) {
         nbwd__ncx_seek(r, &pl, c0, n);
-        r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
+        nbwd__run_planes_reduce(r->k, &pl);
     }
 }
 
@@ -2950,7 +4101,7 @@ static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
     pl.stream = r->stream;
     while (n1-- > n0) {
         nbwd__ncx_seek(r, &pl, c0, n1);
-        r->k->planes_apply[NBWD__DATA16(r->p->dt)](&pl);
+        nbwd__run_planes_apply(r->k, &pl);
     }
 }
 
@@ -3023,7 +4174,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.x = (const char *)xt;
     batch.dy = (const char *)dyt;
     batch.dx = apply ? (char *)xt : NULL;
-    batch.dt = nbwd__kdt(r->k, p->dt);
+    batch.dt = p->dt;
     if (!apply) memset(r->partials + b * 2 * C, 0, (size_t)C * 2 * 4);
     for (c0 = 0; c0 < C; c0 += NBWD__TILE_CHANS) {
         w = C - c0 < NBWD__TILE_CHANS ? C - c0 : NBWD__TILE_CHANS;
@@ -3039,7 +4190,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
                             batch.count, w, esz);
             nbwd__tile_copy(dyt, w, 1, r->dy + (row * p->st[1][0] + c0 * p->st[1][1]) * esz, p->st[1][0],
                             p->st[1][1], batch.count, w, esz);
-            r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+            nbwd__run_bn_rows(r->k, &batch);
             if (apply)
                 nbwd__tile_copy(r->dx + (row * p->st[2][0] + c0 * p->st[2][1]) * esz, p->st[2][0], p->st[2][1], xt,
                                 w, 1, batch.count, w, esz);
@@ -3064,7 +4215,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
     batch.n = C;
-    batch.dt = nbwd__kdt(r->k, p->dt);
+    batch.dt = p->dt;
     batch.stream = r->stream;
     batch.chans.xm = r->xm; batch.chans.xs = r->xs;
     batch.chans.mg = r->mg; batch.chans.mgx = r->mgx; batch.chans.scale = r->scale;
@@ -3089,7 +4240,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
                 batch.dx_off[i] = cur.off[2];
             }
         }
-        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+        nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
 }
@@ -3629,7 +4780,7 @@ static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, in
     int64_t esz = (int64_t)nbwd__esize(p->dt);
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = nbwd__kdt(r->k, p->dt);
+    pl.dt = p->dt;
     pl.n = n_elems;
     pl.count = count;
     pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1] + e0) * esz;
@@ -3640,7 +4791,7 @@ static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, in
     pl.xs = r->xs + n * p->C + c0;
     pl.sums = sums;
     pl.sums_step = sums_step;
-    r->k->planes_reduce[NBWD__DATA16(p->dt)](&pl);
+    nbwd__run_planes_reduce(r->k, &pl);
 }
 /* NCX: plane (n, c)'s piece k, into its own partial */
 static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
@@ -3737,14 +4888,14 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
     batch.x = r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz;
     batch.dy = r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz;
     batch.dx = r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz;
-    batch.dt = nbwd__kdt(r->k, p->dt);
+    batch.dt = p->dt;
     batch.chans.xm = co[0]; batch.chans.xs = co[1]; batch.chans.mg = co[2];
     batch.chans.mgx = co[3]; batch.chans.scale = co[4]; batch.chans.gain = co[5];
     while (e < p->S) {
         batch.n = p->S - e < NBWD__GN_ODD_ROW ? p->S - e : NBWD__GN_ODD_ROW;
         batch.count = (p->S - e) / batch.n < NBWD__ROW_BATCH ? (p->S - e) / batch.n : NBWD__ROW_BATCH;
         for (i = 0; i < batch.count; ++i) batch.x_off[i] = batch.dy_off[i] = batch.dx_off[i] = e + i * batch.n;
-        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+        nbwd__run_bn_rows(r->k, &batch);
         e += batch.count * batch.n;
     }
 }
@@ -3755,7 +4906,7 @@ static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0, run;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
-    pl.dt = nbwd__kdt(r->k, p->dt);
+    pl.dt = p->dt;
     pl.n = p->S;
     pl.x_step = p->st[0][1];
     pl.dy_step = p->st[1][1];
@@ -3773,7 +4924,7 @@ static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int
             pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
             pl.xm = r->xm + at; pl.xs = r->xs + at;
             pl.mg = r->mg + at; pl.mgx = r->mgx + at; pl.scale = r->scale + at;
-            r->k->planes_apply[NBWD__DATA16(p->dt)](&pl);
+            nbwd__run_planes_apply(r->k, &pl);
         }
         c0 += run; at += run; count -= run;
     }
@@ -3808,7 +4959,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
     batch.n = C;
-    batch.dt = nbwd__kdt(r->k, p->dt);
+    batch.dt = p->dt;
     batch.stream = r->stream;
     batch.chans.xm = r->xm + n * C; batch.chans.xs = r->xs + n * C;
     batch.chans.mg = r->mg + n * C; batch.chans.mgx = r->mgx + n * C; batch.chans.scale = r->scale + n * C;
@@ -3826,7 +4977,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
             batch.dy_off[i] = n * p->st[1][0] + cur.off[1];
             batch.dx_off[i] = n * p->st[2][0] + cur.off[2];
         }
-        r->k->bn_rows[NBWD__DATA16(p->dt)](&batch);
+        nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
 }
@@ -3999,942 +5150,7 @@ NBWD__PLAN_CODE_END
 #pragma GCC pop_options
 #undef NBWD__GCC_NO_CONTRACT
 #endif
-#endif /* NORM_BWD_IMPLEMENTATION */
-
-#else /* NBWD__KERNEL_PASS */
-/* ==========================================================================
-   KERNEL TEMPLATE - the one copy of the kernels. Each path defines a vector
-   layer (norm_bwd.h: scalar; norm_bwd_simd.h: the SIMD paths) and includes
-   this file again with NBWD__KERNEL_PASS defined; the functions it emits
-   carry the path's suffix (nbwd__ln_rows_f32_avx2) and its target attribute.
-   The data (x, dy, dx) is f32, or bf16/f16 widened on load and narrowed on
-   store; each kernel is written once over a data type dt and compiled twice
-   per path: for f32 (dt a constant) and for 16-bit data (bf16 or f16 chosen
-   per call, a branch the predictor always gets right). Everything else is
-   f32.
-
-   The vector layer. Every layer defines every name (a layer without
-   non-temporal stores defines the STREAM names as plain stores and V_FENCE
-   as nothing); this file #undefs them all at its end.
-     NBWD__KSUFFIX NBWD__KISA NBWD__KTARGET   name suffix, nbwd_isa, function attribute
-     NBWD__LAYER_F32                          1: the path compiles its f32 kernels;
-                                              0: it takes NBWD__KBASE's
-     NBWD__LAYER_16BIT                        2: its bf16/f16 kernels; 1: bf16 alone
-                                              (f16 from NBWD__KBASE: 32-bit Arm's
-                                              neon); 0: all NBWD__KBASE's (sse:
-                                              scalar's)
-     NBWD__KBASE                              the suffix those kernels come from
-     NBWD__LAYER_NARROW_ROWS                  1: copies of the LayerNorm kernel for
-                                              rows of 2-4 vectors (where a bench
-                                              shape uses them)
-     NBWD__LAYER_HW_BF16                      1: the path has a bf16 narrowing
-     NBWD__KSUFFIX_HW NBWD__KISA_HW           instruction (NBWD__NARROW_BF16_HW): a
-                                              second table, nbwd__kernels##SUFFIX_HW
-                                              for nbwd_isa KISA_HW, runs the same
-                                              kernels with bf16 data as
-                                              NBWD__BF16_HW, which narrows with it
-                                              (the row, plane and residual loops
-                                              compiled once per narrowing:
-                                              NBWD__SANS_HW); 0: neither (the two
-                                              names unused)
-     NBWD__V NBWD__VW                         the vector type, VW float lanes
-     NBWD__V_ZERO() NBWD__V_SET1(s)           all lanes 0, all lanes s
-     NBWD__V_ADD(a, b) NBWD__V_SUB NBWD__V_MUL
-     NBWD__V_FMA(a, b, c)                     a * b + c, fused where the path has FMA
-     NBWD__V_HSUM(v)                          the sum of the lanes, in a fixed order
-     NBWD__V_LOAD(p) NBWD__V_STORE(p, v)      VW floats, unaligned
-     NBWD__V_LOAD_N(p, n)                     the first n lanes (0 < n < VW), the
-     NBWD__V_STORE_N(p, n, v)                 others zero; a store writes no other
-                                              lane's bytes
-     NBWD__V_STREAM(p, v) NBWD__V_FENCE()     non-temporal store (p 64-byte aligned),
-                                              and the fence after a run of them
-     NBWD__LAYER_HAS_STREAM                   1, or 0 where V_STREAM is a plain store
-     NBWD__H                                  VW 16-bit values (bf16 or f16 bits)
-     NBWD__H_LOAD(p) NBWD__H_STORE(p, h)      VW of them at p
-     NBWD__H_LOAD_N(p, n) NBWD__H_STORE_N(p, n, h)   the first n, as V_LOAD_N
-     NBWD__H_STREAM(p, h)                     non-temporal where the layer finds it pays
-     NBWD__WIDEN_F16(h) NBWD__WIDEN_BF16(h)   to a vector of f32 (exact)
-     NBWD__NARROW_F16(v) NBWD__NARROW_BF16(v) from one: nearest even, NaN a quiet NaN
-     NBWD__NARROW_BF16_HW(v)                  the same bits by the bf16 instruction
-                                              (without one: NBWD__NARROW_BF16)
-     NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values to bf16 at p (one pack where
-     NBWD__V_STREAM2_BF16(p, v0, v1)          the narrowing is integer code)
-     NBWD__LAYER_RSTD_LANES                   0, or LANES with
-     NBWD__V_RSTD(v, out, eps)                LANES of out = (float)(1 / sqrt(
-                                              (double)v + eps)), IEEE double
-   ========================================================================== */
-#define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
-#define NBWD__KFN NBWD__INLINE NBWD__KTARGET
-/* bf16 data narrowed with the path's instruction (a constant 0 on a path
-   without one, so its kernels compile no such branch); bf16 either way */
-#define NBWD__IS_BF16_HW(dt) (NBWD__LAYER_HW_BF16 && (dt) == NBWD__BF16_HW)
-#define NBWD__IS_BF16(dt) ((dt) == NBWD_BF16 || NBWD__IS_BF16_HW(dt))
-/* A data-type code known not to be NBWD__BF16_HW. Where a layer has a bf16
-   instruction, the kernels whose loops store 16-bit data are compiled twice,
-   "if (NBWD__IS_BF16_HW(DT)) body(NBWD__BF16_HW) else body(NBWD__SANS_HW(DT))":
-   each copy's stores narrow one way, with no choice per vector (in-cache bf16
-   rows measured up to a tenth slower with the choice in their loops). */
-#define NBWD__SANS_HW(DT) (NBWD__IS_BF16_HW(DT) ? NBWD_BF16 : (DT))
-
-/* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
-   in every loop): a whole vector. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__load)(const float *p, int lanes) {
-    return lanes == NBWD__VW ? NBWD__V_LOAD(p) : NBWD__V_LOAD_N(p, lanes);
-}
-/* Stores the first `lanes` lanes; a whole vector non-temporally with stream. */
-NBWD__KFN void NBWD__K(nbwd__store)(float *p, int lanes, NBWD__V v, int stream) {
-    if (lanes < NBWD__VW) NBWD__V_STORE_N(p, lanes, v);
-    else if (stream) NBWD__V_STREAM(p, v);
-    else NBWD__V_STORE(p, v);
-}
-/* Data of type dt at element i of p, as load and store above: 16-bit data
-   is one access (whole or partial) and the format's conversion. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__load_data)(const void *p, int64_t i, int lanes, int dt) {
-    const uint16_t *q = (const uint16_t *)p + i;
-    NBWD__H h;
-    if (dt == NBWD_F32) return NBWD__K(nbwd__load)((const float *)p + i, lanes);
-    h = lanes < NBWD__VW ? NBWD__H_LOAD_N(q, lanes) : NBWD__H_LOAD(q);
-    return NBWD__IS_BF16(dt) ? NBWD__WIDEN_BF16(h) : NBWD__WIDEN_F16(h);
-}
-NBWD__KFN void NBWD__K(nbwd__store_data)(void *p, int64_t i, int lanes, int dt, NBWD__V v, int stream) {
-    uint16_t *q = (uint16_t *)p + i;
-    NBWD__H h;
-    if (dt == NBWD_F32) {
-        NBWD__K(nbwd__store)((float *)p + i, lanes, v, stream);
-        return;
-    }
-    h = NBWD__IS_BF16_HW(dt) ? NBWD__NARROW_BF16_HW(v) : dt == NBWD_BF16 ? NBWD__NARROW_BF16(v) : NBWD__NARROW_F16(v);
-    if (lanes < NBWD__VW) NBWD__H_STORE_N(q, lanes, h);
-    else if (stream) NBWD__H_STREAM(q, h);
-    else NBWD__H_STORE(q, h);
-}
-/* Two whole vectors at element i; bf16 narrows the pair in one go (one
-   pack, one store on the paths whose narrowing is integer code; the bf16
-   instruction narrows one vector at a time). */
-NBWD__KFN void NBWD__K(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0, NBWD__V v1, int stream) {
-    if (dt == NBWD_BF16 && stream) NBWD__V_STREAM2_BF16((uint16_t *)p + i, v0, v1);
-    else if (dt == NBWD_BF16) NBWD__V_NARROW2_BF16((uint16_t *)p + i, v0, v1);
-    else {
-        NBWD__K(nbwd__store_data)(p, i, NBWD__VW, dt, v0, stream);
-        NBWD__K(nbwd__store_data)(p, i + NBWD__VW, NBWD__VW, dt, v1, stream);
-    }
-}
-
-#if NBWD__LAYER_F32
-/* The bulk conversion helpers (dt: NBWD_F16 or NBWD_BF16). */
-static NBWD__KTARGET void NBWD__K(nbwd__widen)(const uint16_t *src, float *dst, int dt, int64_t n) {
-    int64_t i = 0;
-    for (; i + NBWD__VW <= n; i += NBWD__VW) NBWD__V_STORE(dst + i, NBWD__K(nbwd__load_data)(src, i, NBWD__VW, dt));
-    if (i < n) NBWD__K(nbwd__store)(dst + i, (int)(n - i), NBWD__K(nbwd__load_data)(src, i, (int)(n - i), dt), 0);
-}
-#endif
-static NBWD__KTARGET void NBWD__K(nbwd__narrow)(const float *src, uint16_t *dst, int dt, int64_t n) {
-    int64_t i = 0;
-    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW)
-        NBWD__K(nbwd__store_pair)(dst, i, dt, NBWD__V_LOAD(src + i), NBWD__V_LOAD(src + i + NBWD__VW), 0);
-    for (; i < n; i += NBWD__VW) {
-        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
-        NBWD__K(nbwd__store_data)(dst, i, lanes, dt, NBWD__K(nbwd__load)(src + i, lanes), 0);
-    }
-}
-
-/* A set's coefficients, broadcast (a LayerNorm row, a BatchNorm channel):
-   xhat = (x - xm) * xs, dx = scale * (g - (mg + xhat * mgx)). Vectors, not
-   the floats they came from: a float in memory would be reloaded after every
-   store to the column partials, which might alias it. */
-typedef struct NBWD__K(nbwd__coef) {
-    NBWD__V xm, xs, mg, mgx, scale;
-} NBWD__K(nbwd__coef);
-NBWD__KFN NBWD__K(nbwd__coef) NBWD__K(nbwd__coef_of)(float xm, float xs, float mg, float mgx, float scale) {
-    NBWD__K(nbwd__coef) c;
-    c.xm = NBWD__V_SET1(xm); c.xs = NBWD__V_SET1(xs);
-    c.mg = NBWD__V_SET1(mg); c.mgx = NBWD__V_SET1(mgx); c.scale = NBWD__V_SET1(scale);
-    return c;
-}
-#define NBWD__XHAT_OF(x, xm, xs) NBWD__V_MUL(NBWD__V_SUB(x, xm), xs)
-#define NBWD__DX_OF(g, xh, mg, mgx, scale) NBWD__V_MUL(NBWD__V_SUB(g, NBWD__V_FMA(xh, mgx, mg)), scale)
-#define NBWD__XHAT(c, x) NBWD__XHAT_OF(x, (c)->xm, (c)->xs)
-#define NBWD__DX(c, g, xh) NBWD__DX_OF(g, xh, (c)->mg, (c)->mgx, (c)->scale)
-
-/* A row's sums, sum g and sum g * xhat, in two chains of vectors (two
-   chains hide the add latency). */
-typedef struct NBWD__K(nbwd__sums) {
-    NBWD__V g0, gx0, g1, gx1;
-} NBWD__K(nbwd__sums);
-NBWD__KFN void NBWD__K(nbwd__sums_zero)(NBWD__K(nbwd__sums) *s) {
-    s->g0 = s->gx0 = s->g1 = s->gx1 = NBWD__V_ZERO();
-}
-NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out) {
-    out[0] = NBWD__V_HSUM(NBWD__V_ADD(s->g0, s->g1));
-    out[1] = NBWD__V_HSUM(NBWD__V_ADD(s->gx0, s->gx1));
-}
-
-/* 16-bit LayerNorm rows of up to NBWD__KEEP_COLS elements keep each
-   element's g and xhat in f32 (a stack buffer of about 8.5 KiB) from the
-   row's reduction to its dx, instead of loading and widening the row a
-   second time (faster on every path, in L2 and out of cache; wider rows,
-   whose buffer would leave L1, and f32 rows, with nothing to widen,
-   measured slower and recompute: bench/NOTES.md). g lies at keep[i], xhat
-   at keep[NBWD__KEEP_XH + i], an offset that is not a multiple of 4 KiB. */
-#define NBWD__KEEP_COLS 1024
-#define NBWD__KEEP_XH (NBWD__KEEP_COLS + 64)
-
-/* One vector of a row's reduction at element i (lanes wide): g = dy * vgam
-   (dy without gamma) into the chain (sg, sgx), the column partials dg +=
-   dy * xhat, db += dy (cols.dg: both or neither), and with keep g and
-   xhat kept. The caller loads gamma's vector: the one-pass loop shares it
-   between its two rows. */
-NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
-                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
-                                        NBWD__V vgam, NBWD__V *sg, NBWD__V *sgx, float *keep) {
-    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
-    NBWD__V xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
-    NBWD__V g = has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy;
-    *sg = NBWD__V_ADD(*sg, g);
-    *sgx = NBWD__V_FMA(g, xh, *sgx);
-    if (keep) {
-        NBWD__K(nbwd__store)(keep + i, lanes, g, 0);
-        NBWD__K(nbwd__store)(keep + NBWD__KEEP_XH + i, lanes, xh, 0);
-    }
-    if (cols.dg) {
-        NBWD__K(nbwd__store)(cols.dg + i, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(cols.dg + i, lanes)), 0);
-        NBWD__K(nbwd__store)(cols.db + i, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(cols.db + i, lanes)), 0);
-    }
-}
-/* dx of one vector at element i (not stored): from the kept g and xhat,
-   or from x and dy. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
-                                       const NBWD__K(nbwd__coef) *c, int has_gamma, NBWD__V vgam,
-                                       const float *keep) {
-    NBWD__V vdy, xh;
-    if (keep)
-        return NBWD__DX(c, NBWD__K(nbwd__load)(keep + i, lanes), NBWD__K(nbwd__load)(keep + NBWD__KEEP_XH + i, lanes));
-    vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
-    xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
-    return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
-}
-/* gamma's vector at element i (zeros, unused, without gamma) */
-NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
-    return has_gamma ? NBWD__K(nbwd__load)(cols.gamma + i, lanes) : NBWD__V_ZERO();
-}
-
-/* Software prefetch of rows that stream in from memory: the lines of x and
-   dy NBWD__KPF_BYTES past the elements [i, i + 2 VW), each line once. The
-   distance and hint are per width, as measured (bench/NOTES.md): 16-lane
-   paths 2 KiB ahead with a hint to L2 (prefetcht2 reads streams faster than
-   no prefetch or prefetcht0 on Zen 4), narrower ones 1 KiB ahead into L1. */
-#if NBWD__VW >= 16
-#define NBWD__KPF(addr) NBWD__PREFETCH_L2(addr)
-#define NBWD__KPF_BYTES 2048
-#else
-#define NBWD__KPF(addr) NBWD__PREFETCH(addr)
-#define NBWD__KPF_BYTES 1024
-#endif
-NBWD__KFN void NBWD__K(nbwd__prefetch_ahead)(const void *x, const void *dy, int dt, int64_t i) {
-    const int64_t esz = (int64_t)nbwd__esize(dt), step = 2 * NBWD__VW * esz; /* the bytes of [i, i + 2 VW) */
-    int64_t k;
-    if (step < 64 && (i * esz) % 64 != 0) return; /* their line was prefetched already */
-    for (k = 0; k < step; k += 64) {
-        NBWD__KPF((const char *)x + i * esz + k + NBWD__KPF_BYTES);
-        NBWD__KPF((const char *)dy + i * esz + k + NBWD__KPF_BYTES);
-    }
-}
-
-/* A row's reduction over [0, n), in a fixed order: pairs of vectors into the
-   two chains, an odd last whole vector into the first, a partial last one
-   into the second. Every loop below keeps this order, so a row's sums never
-   depend on which loop handled it. prefetch: the row streams in from
-   memory; keep (or NULL): where g and xhat are kept. */
-NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, int64_t n, float xm, float xs,
-                                         nbwd__cols cols, int has_gamma, float *sums, float *keep,
-                                         int prefetch) {
-    NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(xm, xs, 0.0f, 0.0f, 0.0f);
-    NBWD__K(nbwd__sums) s;
-    int64_t i = 0;
-    NBWD__K(nbwd__sums_zero)(&s);
-    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(x, dy, dt, i);
-        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
-        NBWD__K(nbwd__reduce_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, &c, cols, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), &s.g1, &s.gx1,
-                                 keep);
-    }
-    if (i + NBWD__VW <= n) {
-        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, NBWD__VW, &c, cols, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), &s.g0, &s.gx0, keep);
-        i += NBWD__VW;
-    }
-    if (i < n) {
-        int lanes = (int)(n - i);
-        NBWD__K(nbwd__reduce_at)(x, dy, dt, i, lanes, &c, cols, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), &s.g1, &s.gx1, keep);
-    }
-    NBWD__K(nbwd__sums_out)(&s, sums);
-}
-
-/* dx of [i, end) of a row: bf16 pairs of vectors, whole vectors, then a
-   partial one (or none); the vectors that end by stream_end non-temporally
-   (dx + i 64-byte aligned then). */
-NBWD__KFN void NBWD__K(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
-                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
-                                         int has_gamma, const float *keep) {
-    for (; NBWD__IS_BF16(dt) && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
-        NBWD__K(nbwd__store_pair)(
-            dx, i, dt,
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
-            i + 2 * NBWD__VW <= stream_end);
-    for (; i + NBWD__VW <= end; i += NBWD__VW)
-        NBWD__K(nbwd__store_data)(dx, i, NBWD__VW, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
-                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-                                  i + NBWD__VW <= stream_end);
-    if (i < end) {
-        int lanes = (int)(end - i);
-        NBWD__K(nbwd__store_data)(dx, i, lanes, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
-                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
-                                  0);
-    }
-}
-/* dx of one row; stream: its whole 64-byte lines non-temporally (not
-   fenced), the rest with ordinary stores: up to the first whole line, then
-   from there. */
-NBWD__KFN void NBWD__K(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
-                                        const float *keep, int stream) {
-    int64_t nt_begin = 0, nt_end = 0;
-    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
-    NBWD__K(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
-}
-
-/* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
-   sums_b, in reduce_row's order) while dx of row a, whose sums are done, is
-   written. Row b streams in from memory while row a, read a moment ago,
-   comes from the cache: one pass over memory keeps the loads in flight
-   while the arithmetic runs. stream: row a's whole lines non-temporally
-   when its dx starts a line (else ordinary stores). keep (or NULL): row a's
-   g and xhat, which row b's replace. */
-NBWD__KFN void NBWD__K(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
-                                         const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
-                                         float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
-                                         int stream) {
-    NBWD__K(nbwd__sums) s;
-    int64_t i = 0, nt_begin = 0, nt_end = 0;
-    /* prefetch 16-bit rows, and f32 rows on narrower paths from 4 KiB or out
-       of cache (f32 on 16-lane paths measured slower with it) */
-    const int prefetch = dt != NBWD_F32 || (NBWD__VW < 16 && (n >= 1024 || stream));
-    NBWD__K(nbwd__sums_zero)(&s);
-    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dxa, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    if (nt_begin != 0) nt_end = 0;
-    for (; i + 2 * NBWD__VW <= n; i += 2 * NBWD__VW) {
-        /* gamma loaded once for both rows: the compiler cannot reuse one
-           load across the column-partial stores, which might alias gamma */
-        NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
-        int st = i + 2 * NBWD__VW <= nt_end;
-        if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
-        if (!NBWD__IS_BF16(dt) && !keep) { /* f32 measured slower in bf16's order below */
-            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
-            NBWD__K(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
-                                      st);
-            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
-            NBWD__K(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
-                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
-            continue;
-        }
-        /* row a's dx first: with keep, row b's g and xhat replace row a's;
-           bf16 stores the pair in one go */
-        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
-        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
-        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
-        NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
-        NBWD__K(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
-    }
-    for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
-        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
-        NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
-        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
-        if (lanes == NBWD__VW)
-            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
-        else
-            NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, lanes, cb, cols, 1, g, &s.g1, &s.gx1, keep);
-        NBWD__K(nbwd__store_data)(dxa, i, lanes, dt, dxv, lanes == NBWD__VW && i + NBWD__VW <= nt_end);
-    }
-    NBWD__K(nbwd__sums_out)(&s, sums_b);
-}
-
-/* A row's mean(g), the term that centring x adds to dx: RMSNorm has none
-   (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
-#define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
-/* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
-   are reduced in the loop that writes row i-1's dx. */
-NBWD__KFN void NBWD__K(nbwd__ln_rows_dx)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
-    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    float inv_n = 1.0f / (float)n, sums[2];
-    NBWD__K(nbwd__coef) ca, cb;
-    NBWD__K(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0], cols,
-                              1, sums, keep, 0);
-    for (i = 1; i < r->count; ++i) {
-        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n,
-                                    r->rstd[i - 1]);
-        cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
-        NBWD__K(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
-                                  r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
-    }
-    i = r->count - 1;
-    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
-    NBWD__K(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
-                             n, &ca, cols, 1, keep, r->stream);
-    if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
-}
-
-/* The body once per vector v < nv (nv, at most 4, a constant): the narrow-
-   row kernels and the sweep keep that many vectors in registers. */
-#define NBWD__EACH_VEC(v, ...)                       \
-    do {                                             \
-        { const int v = 0; __VA_ARGS__ }             \
-        if (nv > 1) { const int v = 1; __VA_ARGS__ } \
-        if (nv > 2) { const int v = 2; __VA_ARGS__ } \
-        if (nv > 3) { const int v = 3; __VA_ARGS__ } \
-    } while (0)
-#define NBWD__NARROW_VECS 4
-#define NBWD__ZERO_VECS(a) ((a)[0] = (a)[1] = (a)[2] = (a)[3] = NBWD__V_ZERO())
-
-/* Narrow LayerNorm rows, nv <= NBWD__NARROW_VECS vectors (the last partial
-   when n % VW): each row is loaded once and kept in registers for its sums
-   and its dx, and gamma and the column partials stay in registers for the
-   whole batch (through memory, each row's update of a partial would wait
-   for the previous row's store of it). Vector v goes to sum chain v & 1, a
-   partial last one to chain 1: reduce_row's order. */
-NBWD__KFN void NBWD__K(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd__cols cols, const int nv) {
-    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
-    /* bf16: whole vectors stored in pairs (see store_pair) */
-    const int paired = NBWD__IS_BF16(dt) ? (tail ? nv - 1 : nv) & ~1 : 0;
-    NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
-    NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
-    float inv_n = 1.0f / (float)n;
-#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
-        gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
-        cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
-        cdb[v] = cols.dg ? NBWD__K(nbwd__load)(cols.db + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
-    });
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, r->rstd[i]);
-        NBWD__K(nbwd__sums) s;
-        NBWD__K(nbwd__sums_zero)(&s);
-        NBWD__EACH_VEC(v, {
-            NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
-            xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
-            if (cols.dg) {
-                cdg[v] = NBWD__V_FMA(vdy, xh[v], cdg[v]);
-                cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
-            }
-            g[v] = NBWD__V_MUL(vdy, gam[v]);
-            if (NBWD__LANES(v) < NBWD__VW || (v & 1)) {
-                s.g1 = NBWD__V_ADD(s.g1, g[v]);
-                s.gx1 = NBWD__V_FMA(g[v], xh[v], s.gx1);
-            } else {
-                s.g0 = NBWD__V_ADD(s.g0, g[v]);
-                s.gx0 = NBWD__V_FMA(g[v], xh[v], s.gx0);
-            }
-        });
-        if (r->dx) {
-            char *dx = r->dx + r->dx_off[i] * esz;
-            float sums[2];
-            int64_t nt_begin = 0, nt_end = 0;
-            int whole; /* the row is whole lines: every vector non-temporal */
-            NBWD__V out[NBWD__NARROW_VECS];
-            NBWD__K(nbwd__sums_out)(&s, sums);
-            c.mg = NBWD__V_SET1(NBWD__MEAN_G(r, sums, inv_n));
-            c.mgx = NBWD__V_SET1(sums[1] * inv_n);
-            if (r->stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
-            whole = nt_begin == 0 && nt_end == n;
-            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
-            if (paired >= 2) NBWD__K(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
-            if (paired >= 4) NBWD__K(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
-            NBWD__EACH_VEC(v, {
-                if (v >= paired) NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out[v], whole);
-            });
-        }
-    }
-    if (cols.dg) {
-        NBWD__EACH_VEC(v, {
-            NBWD__K(nbwd__store)(cols.dg + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
-            NBWD__K(nbwd__store)(cols.db + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
-        });
-    }
-    if (r->dx && r->stream) NBWD__V_FENCE();
-#undef NBWD__LANES
-}
-
-#if NBWD__VW >= 16
-/* Large f32 tensors with both outputs, on 16-lane vectors (elsewhere, and
-   for 16-bit data, it measured slower): rows go a sub-block at a time. The
-   rows' sums are reduced as the sub-block streams in from memory; then the
-   sub-block, now in L2, is swept a chunk of NBWD__SWEEP_VECS vectors of
-   columns at a time: dx is written and the chunk's column partials stay in
-   registers down the rows (a load and a store of the partials per row and
-   vector cost about a fifth of the time). Each column adds its rows in
-   order and each row's sums are reduce_row's: the bits of a row at a time. */
-#define NBWD__SWEEP_BYTES (256 << 10) /* x and dy of a sub-block: fits L2 */
-#define NBWD__SWEEP_VECS 4            /* columns per chunk, in vectors (EACH_VEC: at most 4) */
-/* nv vectors at column j over rows [r0, r1), the last one `last` lanes wide;
-   stream: dx non-temporal where a row's chunk starts a line. */
-NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, int64_t r0, int64_t r1,
-                                         int64_t j, const float *mg, const float *mgx, const int nv, int last,
-                                         int stream) {
-    int64_t i;
-    NBWD__V gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
-#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
-        gam[v] = NBWD__K(nbwd__load)(cols.gamma + j + v * NBWD__VW, NBWD__LANES(v));
-        cdg[v] = NBWD__K(nbwd__load)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v));
-        cdb[v] = NBWD__K(nbwd__load)(cols.db + j + v * NBWD__VW, NBWD__LANES(v));
-    });
-    for (i = r0; i < r1; ++i) {
-        const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
-        float *dx = (float *)r->dx + r->dx_off[i] + j;
-        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
-        int nt = stream && (uintptr_t)dx % 64 == 0;
-        NBWD__EACH_VEC(v, {
-            NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
-            NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
-            NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
-            cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
-            cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
-        });
-    }
-    NBWD__EACH_VEC(v, {
-        NBWD__K(nbwd__store)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
-        NBWD__K(nbwd__store)(cols.db + j + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
-    });
-#undef NBWD__LANES
-}
-NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, nbwd__cols cols) {
-    int64_t n = r->n, i, j, r0, r1, subs;
-    int64_t sub = NBWD__SWEEP_BYTES / (2 * n * 4), chunk = NBWD__SWEEP_VECS * NBWD__VW;
-    float mg[NBWD__ROW_BATCH], mgx[NBWD__ROW_BATCH], sums[2], inv_n = 1.0f / (float)n;
-    const nbwd__cols gamma_only = {cols.gamma, NULL, NULL};
-    /* whole chunks stream when they are whole lines (rows aligned to 64) */
-    int stream = r->stream && NBWD__LAYER_HAS_STREAM && (chunk * 4) % 64 == 0;
-    if (sub < 1) sub = 1;
-    subs = (r->count + sub - 1) / sub; /* sub-blocks of equal size */
-    sub = (r->count + subs - 1) / subs;
-    for (r0 = 0; r0 < r->count; r0 = r1) {
-        r1 = r0 + sub < r->count ? r0 + sub : r->count;
-        for (i = r0; i < r1; ++i) {
-            NBWD__K(nbwd__reduce_row)((const float *)r->x + r->x_off[i], (const float *)r->dy + r->dy_off[i],
-                                      NBWD_F32, n, r->xm[i], r->xs[i], gamma_only, 1, sums, NULL, 1);
-            mg[i] = NBWD__MEAN_G(r, sums, inv_n);
-            mgx[i] = sums[1] * inv_n;
-        }
-        for (j = 0; j + chunk <= n; j += chunk)
-            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, NBWD__SWEEP_VECS, NBWD__VW, stream);
-        for (; j + NBWD__VW <= n; j += NBWD__VW)
-            NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, NBWD__VW, 0);
-        if (j < n) NBWD__K(nbwd__sweep_cols)(r, cols, r0, r1, j, mg, mgx, 1, (int)(n - j), 0);
-    }
-    if (stream) NBWD__V_FENCE();
-}
-#endif
-/* The sweep where it applies (1), else 0: out of cache, f32, every output. */
-NBWD__KFN int NBWD__K(nbwd__ln_try_sweep)(const nbwd__rows *r, int dt, nbwd__cols cols) {
-#if NBWD__VW >= 16
-    if (dt == NBWD_F32 && r->stream && r->dx && cols.dg) {
-        NBWD__K(nbwd__ln_sweep)(r, cols);
-        return 1;
-    }
-#endif
-    (void)r; (void)dt; (void)cols;
-    return 0;
-}
-
-/* A batch of LayerNorm rows without dx: the column partials alone. */
-NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__cols cols) {
-    int64_t i, esz = (int64_t)nbwd__esize(dt);
-    float sums[2];
-    for (i = 0; i < r->count; ++i)
-        NBWD__K(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, r->n, r->xm[i], r->xs[i],
-                                  cols, 1, sums, NULL, 0);
-}
-
-/* BatchNorm NXC: one vector of a row of all channels, each channel with its
-   own coefficients. */
-NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt, int64_t j, int lanes) {
-    return NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes),
-                         NBWD__K(nbwd__load)(ch.xs + j, lanes));
-}
-NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, int dt, int64_t j,
-                                            int lanes) {
-    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
-    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
-    NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
-    NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
-}
-NBWD__KFN void NBWD__K(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
-                                           int lanes, int stream) {
-    NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
-    NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
-    NBWD__V out;
-    if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + j, lanes));
-    out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
-                              NBWD__K(nbwd__load)(ch.scale + j, lanes));
-    NBWD__K(nbwd__store_data)(dx, j, lanes, dt, out, stream);
-}
-
-/* A batch of BatchNorm NXC rows (every channel in each row): the column
-   sums (pass 1), or dx (pass 2: r->dx set). */
-NBWD__KFN void NBWD__K(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
-    int64_t i, j, n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
-    const nbwd__chans ch = r->chans;
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        if (r->dx) {
-            char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__LAYER_HAS_STREAM);
-            for (j = 0; j < full; j += NBWD__VW)
-                NBWD__K(nbwd__col_apply_at)(ch, x, dy, dx, dt, j, NBWD__VW, j + NBWD__VW <= nt_end);
-            if (full < n) NBWD__K(nbwd__col_apply_at)(ch, x, dy, dx, dt, full, (int)(n - full), 0);
-        } else {
-            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, j, NBWD__VW);
-            if (full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, full, (int)(n - full));
-        }
-    }
-    if (r->dx && r->stream) NBWD__V_FENCE();
-}
-/* Rows of at most NBWD__NARROW_VECS vectors: the per-channel coefficients
-   and the column partials stay in registers for the batch (through memory,
-   each row's update of a partial waits for the previous row's store of it,
-   and a masked store does not forward to the next row's masked load). nv,
-   the row's vectors, is a run-time count here: one copy, as fast as a copy
-   per count (bench/NOTES.md). The operations of bn_rows_body in its order,
-   so the same bits. */
-NBWD__KFN void NBWD__K(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const int nv) {
-    int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
-    const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
-    NBWD__V vxm[NBWD__NARROW_VECS], vxs[NBWD__NARROW_VECS];
-    NBWD__V acc_dg[NBWD__NARROW_VECS], acc_db[NBWD__NARROW_VECS];                         /* pass 1 */
-    NBWD__V vmg[NBWD__NARROW_VECS], vmgx[NBWD__NARROW_VECS], vscale[NBWD__NARROW_VECS]; /* pass 2 */
-    const nbwd__chans ch = r->chans;
-    /* every element set (what a pass does not load stays unused), with
-       constant indices, so the arrays stay in registers */
-    NBWD__ZERO_VECS(vxm); NBWD__ZERO_VECS(vxs); NBWD__ZERO_VECS(acc_dg); NBWD__ZERO_VECS(acc_db);
-    NBWD__ZERO_VECS(vmg); NBWD__ZERO_VECS(vmgx); NBWD__ZERO_VECS(vscale);
-#define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
-        vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
-        vxs[v] = NBWD__K(nbwd__load)(ch.xs + v * NBWD__VW, NBWD__LANES(v));
-        if (r->dx) {
-            vmg[v] = NBWD__K(nbwd__load)(ch.mg + v * NBWD__VW, NBWD__LANES(v));
-            vmgx[v] = NBWD__K(nbwd__load)(ch.mgx + v * NBWD__VW, NBWD__LANES(v));
-            vscale[v] = NBWD__K(nbwd__load)(ch.scale + v * NBWD__VW, NBWD__LANES(v));
-        } else {
-            acc_dg[v] = NBWD__K(nbwd__load)(ch.dg + v * NBWD__VW, NBWD__LANES(v));
-            acc_db[v] = NBWD__K(nbwd__load)(ch.db + v * NBWD__VW, NBWD__LANES(v));
-        }
-    });
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        if (r->dx) {
-            char *dx = r->dx + r->dx_off[i] * esz;
-            int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__LAYER_HAS_STREAM);
-            NBWD__EACH_VEC(v, {
-                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
-                NBWD__V xh =
-                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
-                NBWD__K(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
-                                          NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
-            });
-        } else {
-            NBWD__EACH_VEC(v, {
-                NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
-                NBWD__V xh =
-                    NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
-                acc_dg[v] = NBWD__V_FMA(vdy, xh, acc_dg[v]);
-                acc_db[v] = NBWD__V_ADD(vdy, acc_db[v]);
-            });
-        }
-    }
-    if (r->dx) {
-        if (r->stream) NBWD__V_FENCE();
-    } else {
-        NBWD__EACH_VEC(v, {
-            NBWD__K(nbwd__store)(ch.dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
-            NBWD__K(nbwd__store)(ch.db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
-        });
-    }
-#undef NBWD__LANES
-}
-
-/* BatchNorm NCX: a run of planes (see nbwd__planes), their sums added to
-   p->sums (sum dy, then sum dy * xhat), or their dx. The 16-lane paths
-   prefetch the planes, as the LayerNorm sweep does. */
-NBWD__KFN void NBWD__K(nbwd__planes_reduce_body)(const nbwd__planes *p, int dt) {
-    const nbwd__cols none = {NULL, NULL, NULL};
-    int64_t i, esz = (int64_t)nbwd__esize(dt);
-    float s[2], *sums = p->sums;
-    for (i = 0; i < p->count; ++i, sums += p->sums_step) {
-        NBWD__K(nbwd__reduce_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz, dt, p->n, p->xm[i],
-                                  p->xs[i], none, 0, s, NULL, NBWD__VW >= 16);
-        sums[0] += s[0];
-        sums[1] += s[1];
-    }
-}
-NBWD__KFN void NBWD__K(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) {
-    const nbwd__cols none = {NULL, NULL, NULL};
-    int64_t i, esz = (int64_t)nbwd__esize(dt);
-    for (i = 0; i < p->count; ++i) {
-        NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
-        NBWD__K(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
-                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
-    }
-}
-
-/* A batch of BatchNorm rows: the narrow body where it measured faster */
-NBWD__KFN void NBWD__K(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narrow) {
-    if (narrow && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)
-        NBWD__K(nbwd__bn_narrow_body)(r, dt, (int)((r->n + NBWD__VW - 1) / NBWD__VW));
-    else NBWD__K(nbwd__bn_rows_body)(r, dt);
-}
-/* A narrow-row kernel for nv vectors, a function of its own (a constant nv
-   keeps the row and the column partials in registers) */
-#define NBWD__NARROW_COPY(SUF, DT, NV)                                                                      \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF##_##NV)(const nbwd__rows *r) {         \
-        int dt = r->dt;                                                                                     \
-        (void)dt;                                                                                           \
-        NBWD__K(nbwd__ln_narrow_body)(r, DT, r->cols, NV);                                                  \
-    }
-/* The entry points, twice: for f32 data (dt a constant), and for 16-bit
-   data (dt bf16 or f16, known not to be f32: the f32-only branches drop
-   out). A layer that differs from its base only in the bf16 narrowing
-   compiles the bf16 kernels alone and hands f16 to the base's (SHARE). A
-   narrow LayerNorm row of 2-4 vectors picks a copy with that many in
-   registers (NARROW_LN); a narrow BatchNorm row takes the one narrow body
-   where it measured faster than the row body (NARROW_BN: f32 rows, and
-   16-bit rows on 16 lanes; avx2's bf16 rows were slower with it). */
-#define NBWD__ENTRIES(SUF, DT, NARROW_LN, NARROW_BN, SHARE)                                                 \
-    NBWD__NARROW_COPY(SUF, DT, 2)                                                                           \
-    NBWD__NARROW_COPY(SUF, DT, 3)                                                                           \
-    NBWD__NARROW_COPY(SUF, DT, 4)                                                                           \
-    static NBWD__KTARGET void NBWD__K(nbwd__ln_narrow_##SUF)(const nbwd__rows *r) {                        \
-        switch ((r->n + NBWD__VW - 1) / NBWD__VW) {                                                         \
-        case 2: NBWD__K(nbwd__ln_narrow_##SUF##_2)(r); break;                                               \
-        case 3: NBWD__K(nbwd__ln_narrow_##SUF##_3)(r); break;                                               \
-        default: NBWD__K(nbwd__ln_narrow_##SUF##_4)(r); break;                                              \
-        }                                                                                                   \
-    }                                                                                                       \
-    /* rows with dx: 16-bit rows of up to NBWD__KEEP_COLS keep g and xhat */                             \
-    NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_rows_dx_##SUF)(const nbwd__rows *r,                  \
-                                                                      nbwd__cols cols) {            \
-        float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];                                                       \
-        int dt = r->dt;                                                                                     \
-        float *kept = DT != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL;                             \
-        (void)dt;                                                                                           \
-        if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__ln_rows_dx)(r, NBWD__BF16_HW, cols, kept);                 \
-        else NBWD__K(nbwd__ln_rows_dx)(r, NBWD__SANS_HW(DT), cols, kept);                                  \
-    }                                                                                                       \
-    /* A batch of LayerNorm rows (gamma never NULL: ones without affine) */                                \
-    static NBWD__KTARGET void NBWD__K(nbwd__ln_rows_##SUF)(const nbwd__rows *r) {                          \
-        const nbwd__cols cols = r->cols;                                                                    \
-        int dt = r->dt;                                                                                     \
-        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__ln_rows_##SUF, NBWD__KBASE)(r);                       \
-        else if (NARROW_LN && r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW)                      \
-            NBWD__K(nbwd__ln_narrow_##SUF)(r);                                                              \
-        else if (NBWD__K(nbwd__ln_try_sweep)(r, DT, cols)) {}                                              \
-        else if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, DT, cols);                                         \
-        else NBWD__K(nbwd__ln_rows_dx_##SUF)(r, cols);                                                     \
-    }                                                                                                       \
-    static NBWD__KTARGET void NBWD__K(nbwd__bn_rows_##SUF)(const nbwd__rows *r) {                          \
-        int dt = r->dt;                                                                                     \
-        if (SHARE && dt == NBWD_F16) {                                                                      \
-            NBWD__CAT(nbwd__bn_rows_##SUF, NBWD__KBASE)(r);                                                 \
-            return;                                                                                         \
-        }                                                                                                   \
-        if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__bn_rows_any)(r, NBWD__BF16_HW, NARROW_BN);                \
-        else NBWD__K(nbwd__bn_rows_any)(r, NBWD__SANS_HW(DT), NARROW_BN);                                  \
-    }                                                                                                       \
-    static NBWD__KTARGET void NBWD__K(nbwd__planes_reduce_##SUF)(const nbwd__planes *p) {                  \
-        int dt = p->dt;                                                                                     \
-        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_reduce_##SUF, NBWD__KBASE)(p);                 \
-        else if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__planes_reduce_body)(p, NBWD__BF16_HW);                \
-        else NBWD__K(nbwd__planes_reduce_body)(p, NBWD__SANS_HW(DT));                                       \
-    }                                                                                                       \
-    static NBWD__KTARGET void NBWD__K(nbwd__planes_apply_##SUF)(const nbwd__planes *p) {                   \
-        int dt = p->dt;                                                                                     \
-        if (SHARE && dt == NBWD_F16) NBWD__CAT(nbwd__planes_apply_##SUF, NBWD__KBASE)(p);                  \
-        else if (NBWD__IS_BF16_HW(DT)) NBWD__K(nbwd__planes_apply_body)(p, NBWD__BF16_HW);                 \
-        else NBWD__K(nbwd__planes_apply_body)(p, NBWD__SANS_HW(DT));                                        \
-    }
-#if NBWD__LAYER_F32
-NBWD__ENTRIES(f32, ((void)dt, NBWD_F32), NBWD__LAYER_NARROW_ROWS, NBWD__LAYER_NARROW_ROWS, 0)
-#endif
-#if NBWD__LAYER_16BIT == 2
-NBWD__ENTRIES(16, (dt == NBWD_BF16 ? NBWD_BF16 : NBWD__IS_BF16_HW(dt) ? NBWD__BF16_HW : NBWD_F16),
-              NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 0)
-#elif NBWD__LAYER_16BIT == 1
-NBWD__ENTRIES(16, NBWD_BF16, NBWD__LAYER_NARROW_ROWS, NBWD__VW >= 16, 1)
-#endif
-#undef NBWD__ENTRIES
-#undef NBWD__NARROW_COPY
-
-#if NBWD__LAYER_F32
-/* dst += src (the pairwise combination of block partials) */
-static NBWD__KTARGET void NBWD__K(nbwd__add)(float *dst, const float *src, int64_t n) {
-    int64_t i = 0;
-    for (; i + NBWD__VW <= n; i += NBWD__VW)
-        NBWD__V_STORE(dst + i, NBWD__V_ADD(NBWD__V_LOAD(dst + i), NBWD__V_LOAD(src + i)));
-    for (; i < n; ++i) dst[i] += src[i];
-}
-/* A batch of rows' rstd: the scalar code's double-precision operations on
-   vectors of doubles where the layer has them (IEEE add, square root and
-   divide: the same bits); one row at a time, the divide and square root
-   were a fifth of the time of rows of a few dozen elements. */
-static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd, int64_t count, double eps) {
-    int64_t i = 0;
-#if NBWD__LAYER_RSTD_LANES > 0
-    for (; i + NBWD__LAYER_RSTD_LANES <= count; i += NBWD__LAYER_RSTD_LANES) NBWD__V_RSTD(variance + i, rstd + i, eps);
-#endif
-    for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
-}
-static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
-/* xhat from the forward output: (y - beta) * inv, no FMA (every path's
-   bits are the scalar code's) */
-static NBWD__KTARGET void NBWD__K(nbwd__unscale)(const void *y, int dt, const float *beta, const float *inv,
-                                                 float *out, int64_t n) {
-    int64_t i;
-    for (i = 0; i < n; i += NBWD__VW) {
-        int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
-        NBWD__V v = NBWD__V_SUB(NBWD__K(nbwd__load_data)(y, i, lanes, dt), NBWD__K(nbwd__load)(beta + i, lanes));
-        NBWD__K(nbwd__store)(out + i, lanes, NBWD__V_MUL(v, NBWD__K(nbwd__load)(inv + i, lanes)), 0);
-    }
-}
-/* out = v + res over [i, end) in type dt; the whole vectors that end by
-   stream_end non-temporally (out + i 64-byte aligned then) */
-NBWD__KFN void NBWD__K(nbwd__add_span)(const float *v, const void *res, void *out, int dt, int64_t i, int64_t end,
-                                       int64_t stream_end) {
-    for (; i < end; i += NBWD__VW) {
-        int lanes = end - i < NBWD__VW ? (int)(end - i) : NBWD__VW;
-        NBWD__V s = NBWD__K(nbwd__load)(v + i, lanes);
-        if (res) s = NBWD__V_ADD(s, NBWD__K(nbwd__load_data)(res, i, lanes, dt));
-        NBWD__K(nbwd__store_data)(out, i, lanes, dt, s, lanes == NBWD__VW && i + NBWD__VW <= stream_end);
-    }
-}
-static NBWD__KTARGET void NBWD__K(nbwd__add_store)(const float *v, const void *res, void *out, int dt, int64_t n,
-                                                   int stream) {
-    int64_t nt_begin = 0, nt_end = 0;
-    if (stream && NBWD__LAYER_HAS_STREAM) nbwd__whole_lines(out, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    NBWD__K(nbwd__add_span)(v, res, out, dt, 0, nt_begin, 0);
-    if (NBWD__IS_BF16_HW(dt)) NBWD__K(nbwd__add_span)(v, res, out, NBWD__BF16_HW, nt_begin, n, nt_end);
-    else NBWD__K(nbwd__add_span)(v, res, out, NBWD__SANS_HW(dt), nt_begin, n, nt_end);
-}
-#endif
-
-/* The kernel table: the 16-bit kernels and the narrowing of this path, the
-   rest from NBWD__KBASE (this path itself, or the one it extends); with a
-   bf16 instruction, a second table for the path that uses it. */
-#if NBWD__LAYER_F32
-#define NBWD__KF32(name) NBWD__K(name)
-#else
-#define NBWD__KF32(name) NBWD__CAT(name, NBWD__KBASE)
-#endif
-#if NBWD__LAYER_16BIT
-#define NBWD__K16(name) NBWD__K(name)
-#else
-#define NBWD__K16(name) NBWD__CAT(name, NBWD__KBASE)
-#endif
-#define NBWD__TABLE(ISA, BF16_DT)                                                                   \
-    {ISA,                                                                                           \
-     BF16_DT,                                                                                       \
-     {NBWD__KF32(nbwd__ln_rows_f32), NBWD__K16(nbwd__ln_rows_16)},                                  \
-     {NBWD__KF32(nbwd__bn_rows_f32), NBWD__K16(nbwd__bn_rows_16)},                                  \
-     {NBWD__KF32(nbwd__planes_reduce_f32), NBWD__K16(nbwd__planes_reduce_16)},                      \
-     {NBWD__KF32(nbwd__planes_apply_f32), NBWD__K16(nbwd__planes_apply_16)},                        \
-     NBWD__KF32(nbwd__add),                                                                         \
-     NBWD__KF32(nbwd__rstd),                                                                        \
-     NBWD__KF32(nbwd__widen),                                                                       \
-     NBWD__K(nbwd__narrow),                                                                         \
-     NBWD__KF32(nbwd__unscale),                                                                     \
-     NBWD__KF32(nbwd__add_store),                                                                   \
-     NBWD__KF32(nbwd__fence)}
-static const nbwd__kernels NBWD__K(nbwd__kernels) = NBWD__TABLE(NBWD__KISA, NBWD_BF16);
-#if NBWD__LAYER_HW_BF16
-/* the path with its bf16 instruction: the same kernels, told so per call */
-static const nbwd__kernels NBWD__CAT(nbwd__kernels, NBWD__KSUFFIX_HW) = NBWD__TABLE(NBWD__KISA_HW, NBWD__BF16_HW);
-#endif
-#undef NBWD__TABLE
-#undef NBWD__KF32
-#undef NBWD__K16
-#undef NBWD__K
-#undef NBWD__KFN
-#undef NBWD__IS_BF16_HW
-#undef NBWD__IS_BF16
-#undef NBWD__SANS_HW
-#undef NBWD__XHAT_OF
-#undef NBWD__DX_OF
-#undef NBWD__XHAT
-#undef NBWD__DX
-#undef NBWD__EACH_VEC
-#undef NBWD__MEAN_G
-#undef NBWD__NARROW_VECS
-#undef NBWD__ZERO_VECS
-#undef NBWD__KEEP_COLS
-#undef NBWD__KEEP_XH
-#undef NBWD__KPF
-#undef NBWD__KPF_BYTES
-#undef NBWD__SWEEP_BYTES
-#undef NBWD__SWEEP_VECS
-
-/* The vector layer's names, all of them (the contract above). */
-#undef NBWD__KSUFFIX
-#undef NBWD__KISA
-#undef NBWD__KTARGET
-#undef NBWD__KBASE
-#undef NBWD__LAYER_F32
-#undef NBWD__LAYER_16BIT
-#undef NBWD__LAYER_NARROW_ROWS
-#undef NBWD__LAYER_HW_BF16
-#undef NBWD__KSUFFIX_HW
-#undef NBWD__KISA_HW
-#undef NBWD__V
-#undef NBWD__VW
-#undef NBWD__V_ZERO
-#undef NBWD__V_SET1
-#undef NBWD__V_ADD
-#undef NBWD__V_SUB
-#undef NBWD__V_MUL
-#undef NBWD__V_FMA
-#undef NBWD__V_HSUM
-#undef NBWD__V_LOAD
-#undef NBWD__V_STORE
-#undef NBWD__V_LOAD_N
-#undef NBWD__V_STORE_N
-#undef NBWD__V_STREAM
-#undef NBWD__V_FENCE
-#undef NBWD__LAYER_HAS_STREAM
-#undef NBWD__H
-#undef NBWD__H_LOAD
-#undef NBWD__H_LOAD_N
-#undef NBWD__H_STORE
-#undef NBWD__H_STORE_N
-#undef NBWD__H_STREAM
-#undef NBWD__WIDEN_F16
-#undef NBWD__WIDEN_BF16
-#undef NBWD__NARROW_F16
-#undef NBWD__NARROW_BF16
-#undef NBWD__NARROW_BF16_HW
-#undef NBWD__V_NARROW2_BF16
-#undef NBWD__V_STREAM2_BF16
-#undef NBWD__LAYER_RSTD_LANES
-#undef NBWD__V_RSTD
-#endif /* NBWD__KERNEL_PASS */
+#endif /* IMPLEMENTATION, continued */
 
 /*
 ------------------------------------------------------------------------------

@@ -331,15 +331,7 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 }
 
 #define NBWD__KSUFFIX _sse
-#define NBWD__KISA NBWD_ISA_SSE
 #define NBWD__KTARGET
-#define NBWD__KBASE _scalar /* bf16 and f16 data: the scalar kernels */
-#define NBWD__LAYER_F32 1
-#define NBWD__LAYER_16BIT 0
-#define NBWD__LAYER_NARROW_ROWS 0 /* (no narrow shape of the benchmark is narrow here) */
-#define NBWD__LAYER_HW_BF16 0
-#define NBWD__KSUFFIX_HW
-#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V simde__m128
 #define NBWD__VW 4
 #define NBWD__V_ZERO() simde_mm_setzero_ps()
@@ -355,24 +347,22 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__V_STORE_N(p, n, v) nbwd__sse_store_first(p, 4 * (n), simde_mm_castps_si128(v))
 #define NBWD__V_STREAM(p, v) simde_mm_stream_ps(p, v)
 #define NBWD__V_FENCE() simde_mm_sfence()
-#define NBWD__LAYER_HAS_STREAM 1
 #define NBWD__H simde__m128i /* 4 values in the low 64 bits */
 #define NBWD__H_LOAD(p) simde_mm_loadl_epi64((const simde__m128i *)(const void *)(p))
 #define NBWD__H_LOAD_N(p, n) nbwd__sse_load_first(p, 2 * (n))
 #define NBWD__H_STORE(p, h) simde_mm_storel_epi64((simde__m128i *)(void *)(p), h)
 #define NBWD__H_STORE_N(p, n, h) nbwd__sse_store_first(p, 2 * (n), h)
-#define NBWD__H_STREAM(p, h) NBWD__H_STORE(p, h) /* (8-byte pieces: SSE2 streams none) */
+/* (16-bit data: 8-byte pieces, which SSE2 does not stream: plain stores) */
 #define NBWD__WIDEN_F16(h) nbwd__sse_widen_f16(h)
 #define NBWD__WIDEN_BF16(h) nbwd__sse_widen_bf16(h)
 #define NBWD__NARROW_F16(v) nbwd__sse_narrow_f16(v)
 #define NBWD__NARROW_BF16(v) nbwd__sse_narrow_bf16(v)
-#define NBWD__NARROW_BF16_HW(v) nbwd__sse_narrow_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
 #define NBWD__V_STREAM2_BF16(p, v0, v1) nbwd__sse_store2_bf16(p, v0, v1)
-#define NBWD__LAYER_RSTD_LANES 2
+#define NBWD__V_RSTD_LANES 2
 #define NBWD__V_RSTD(v, out, eps) nbwd__sse_rstd2(v, out, eps)
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
+#define NBWD__KERNEL_PASS 1
+#include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #undef NBWD__KERNEL_PASS
 #endif
 
@@ -514,15 +504,7 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 }
 
 #define NBWD__KSUFFIX _avx2
-#define NBWD__KISA NBWD_ISA_AVX2
 #define NBWD__KTARGET NBWD__TARGET_AVX2
-#define NBWD__KBASE _avx2
-#define NBWD__LAYER_F32 1
-#define NBWD__LAYER_16BIT 2
-#define NBWD__LAYER_NARROW_ROWS 1
-#define NBWD__LAYER_HW_BF16 0
-#define NBWD__KSUFFIX_HW
-#define NBWD__KISA_HW NBWD__KISA
 #define NBWD__V NBWD__M256
 #define NBWD__VW 8
 #define NBWD__V_ZERO() NBWD__MM256(setzero_ps)()
@@ -538,7 +520,6 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__V_STORE_N(p, n, v) nbwd__avx2_store_first(p, n, v)
 #define NBWD__V_STREAM(p, v) NBWD__MM256(stream_ps)(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
-#define NBWD__LAYER_HAS_STREAM 1
 #define NBWD__H NBWD__M128I
 #define NBWD__H_LOAD(p) NBWD__MM(loadu_si128)((const NBWD__M128I *)(const void *)(p))
 #define NBWD__H_LOAD_N(p, n) nbwd__avx2_load_first_bytes(p, 2 * (n))
@@ -549,18 +530,16 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__WIDEN_BF16(h) nbwd__avx2_widen_bf16(h)
 #define NBWD__NARROW_F16(v) NBWD__MM256(cvtps_ph)(v, NBWD__ROUND_NEAREST)
 #define NBWD__NARROW_BF16(v) nbwd__avx2_pack_bf16(v)
-#define NBWD__NARROW_BF16_HW(v) nbwd__avx2_pack_bf16(v)
 #define NBWD__V_NARROW2_BF16(p, v0, v1) \
     NBWD__MM256(storeu_si256)((NBWD__M256I *)(void *)(p), nbwd__avx2_pack2_bf16(v0, v1))
 /* Pairs of bf16 vectors take ordinary stores even out of cache: they
    measured faster than non-temporal ones (f32 rows, twice the bytes, are
    faster with them; bench/NOTES.md). */
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
-#define NBWD__LAYER_RSTD_LANES 4
+#define NBWD__V_RSTD_LANES 4
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
+#define NBWD__KERNEL_PASS 1
+#include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #endif
 
 /* --------------------------------------------------------------- avx512 */
@@ -675,13 +654,11 @@ static inline NBWD__TARGET_AVX512 void nbwd__avx512_store_epi16(uint16_t *p, NBW
 }
 
 /* avx512_bf16: the avx512 kernels, narrowing bf16 with VCVTNEPS2BF16 (gcc
-   10+, clang 9+ and their assemblers; not attempted under MSVC). One set of
-   kernels serves both paths and takes the narrowing per call
-   (NBWD__BF16_HW, norm_bwd.h), so the instruction must run only where a
-   call asks for it: it is volatile inline assembly. An intrinsic of the
-   target, or plain asm, the compiler may execute on a path that did not
-   ask for it (if-conversion computes both arms of a select); a volatile
-   asm never. */
+   10+, clang 9+ and their assemblers; not attempted under MSVC): the
+   layer's bf16i entry points, which only avx512_bf16's table names. They
+   carry the avx512 target, which has no AVX512_BF16 (so that avx512 runs
+   on CPUs without it), so the instruction is inline assembly, volatile so
+   that the compiler never hoists it into code that the avx512 path runs. */
 #if !defined(NORM_BWD_NO_AVX512_BF16) && !defined(NBWD__MSVC) &&                                     \
     (defined(NORM_BWD_SIMD_EMULATE) || (defined(__clang__) && __clang_major__ >= 9) ||                 \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
@@ -736,23 +713,12 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 }
 #endif /* NBWD__HAVE_AVX512_BF16 */
 
-/* The avx512 layer (and avx512_bf16's table of the same kernels) */
+/* The avx512 layer (avx512_bf16's table runs its kernels too) */
+#define NBWD__KSUFFIX _avx512
 #define NBWD__KTARGET NBWD__TARGET_AVX512
 #if defined(NBWD__HAVE_AVX512_BF16)
-#define NBWD__LAYER_HW_BF16 1
-#define NBWD__NARROW_BF16_HW(v) nbwd__avx512bf16_pack_bf16(v)
-#else
-#define NBWD__LAYER_HW_BF16 0
-#define NBWD__NARROW_BF16_HW(v) nbwd__avx512_pack_bf16(v)
+#define NBWD__NARROW_BF16_INSN(v) nbwd__avx512bf16_pack_bf16(v)
 #endif
-#define NBWD__KSUFFIX _avx512
-#define NBWD__KSUFFIX_HW _avx512_bf16
-#define NBWD__KISA_HW NBWD_ISA_AVX512_BF16
-#define NBWD__KISA NBWD_ISA_AVX512
-#define NBWD__KBASE _avx512
-#define NBWD__LAYER_F32 1
-#define NBWD__LAYER_16BIT 2
-#define NBWD__LAYER_NARROW_ROWS 1
 #define NBWD__V NBWD__M512
 #define NBWD__VW 16
 #define NBWD__V_ZERO() NBWD__MM512(setzero_ps)()
@@ -768,7 +734,6 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 #define NBWD__V_STORE_N(p, n, v) NBWD__512_MASK_STOREU_PS(p, NBWD__AVX512_FIRST(n), v)
 #define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
-#define NBWD__LAYER_HAS_STREAM 1
 #define NBWD__H NBWD__M256I
 #define NBWD__H_LOAD(p) NBWD__MM256(loadu_si256)((const NBWD__M256I *)(const void *)(p))
 #define NBWD__H_LOAD_N(p, n) NBWD__256_MASKZ_LOADU_EPI16(NBWD__AVX512_FIRST(n), p)
@@ -779,18 +744,10 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 #define NBWD__WIDEN_BF16(h) nbwd__avx512_widen_bf16(h)
 #define NBWD__NARROW_F16(v) NBWD__512_CVTPS_PH(v)
 #define NBWD__NARROW_BF16(v) nbwd__avx512_pack_bf16(v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1)                           \
-    (nbwd__avx512_store_epi16(p, nbwd__avx512_pack_bf16(v0)), \
-     nbwd__avx512_store_epi16((p) + 16, nbwd__avx512_pack_bf16(v1)))
-#define NBWD__V_STREAM2_BF16(p, v0, v1)                        \
-    (NBWD__AVX512_STREAM16(p, nbwd__avx512_pack_bf16(v0)), \
-     NBWD__AVX512_STREAM16((p) + 16, nbwd__avx512_pack_bf16(v1)))
-#define NBWD__LAYER_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
+#define NBWD__V_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
-
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
+#define NBWD__KERNEL_PASS 1
+#include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #endif
 #endif /* x86 or emulated */
 
@@ -872,27 +829,7 @@ static inline NBWD__TARGET_NEON void nbwd__neon_store_first16(uint16_t *p, int c
     for (k = 0; k < count; ++k) p[k] = b[k];
 }
 
-#if defined(NBWD__SIMD_ARM32)
-/* AArch32 has no f16 vector conversions without -mfp16-format=ieee, and
-   no double vectors: f16 data takes the scalar kernels, these two serve
-   the layer's contract (and its bulk conversions) lane by lane. */
-static inline NBWD__TARGET_NEON float32x4_t nbwd__neon32_widen_f16(uint16x4_t h) {
-    uint16_t b[4];
-    float f[4];
-    int k;
-    vst1_u16(b, h);
-    for (k = 0; k < 4; ++k) f[k] = nbwd__f16_to_f32(b[k]);
-    return vld1q_f32(f);
-}
-static inline NBWD__TARGET_NEON uint16x4_t nbwd__neon32_narrow_f16(float32x4_t v) {
-    uint16_t b[4];
-    float f[4];
-    int k;
-    vst1q_f32(f, v);
-    for (k = 0; k < 4; ++k) b[k] = nbwd__f32_to_f16(f[k]);
-    return vld1_u16(b);
-}
-#elif !defined(NORM_BWD_SIMD_EMULATE)
+#if !defined(NBWD__SIMD_ARM32) && !defined(NORM_BWD_SIMD_EMULATE) /* (AArch32: no double vectors) */
 static inline NBWD__TARGET_NEON void nbwd__neon_rstd2(const float *v, float *out, double eps) {
     float64x2_t d = vcvt_f64_f32(vld1_f32(v));
     d = vdivq_f64(vdupq_n_f64(1.0), vsqrtq_f64(vaddq_f64(d, vdupq_n_f64(eps))));
@@ -901,8 +838,8 @@ static inline NBWD__TARGET_NEON void nbwd__neon_rstd2(const float *v, float *out
 #endif
 
 /* neon_bf16: the neon kernels, narrowing bf16 with BFCVTN (Armv8.6 BF16),
-   used when Linux's HWCAP2 reports it; the kernels take the narrowing per
-   call (NBWD__BF16_HW, norm_bwd.h). Inline assembly, so that neither a
+   used when Linux's HWCAP2 reports it (the layer's bf16i kernels, which
+   neon_bf16's table names). Inline assembly, so that neither a
    target attribute (gcc's arm_neon.h wants "arch=armv8.2-a+bf16", which would
    override the user's -march) nor a BF16-aware arm_neon.h (clang 14 has none
    without -march=...+bf16) is needed. With the default FPCR (round to
@@ -926,28 +863,12 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 }
 #endif /* NBWD__HAVE_NEON_BF16 */
 
-/* The neon layer (and neon_bf16's table of the same kernels) */
+/* The neon layer (neon_bf16's table runs its kernels too) */
 #define NBWD__KSUFFIX _neon
-#define NBWD__KSUFFIX_HW _neon_bf16
-#define NBWD__KISA_HW NBWD_ISA_NEON_BF16
-#if defined(NBWD__HAVE_NEON_BF16)
-#define NBWD__LAYER_HW_BF16 1
-#define NBWD__NARROW_BF16_HW(v) nbwd__neonbf16_narrow_bf16(v)
-#else
-#define NBWD__LAYER_HW_BF16 0
-#define NBWD__NARROW_BF16_HW(v) nbwd__neon_narrow_bf16(v)
-#endif
-#define NBWD__KISA NBWD_ISA_NEON
 #define NBWD__KTARGET NBWD__TARGET_NEON
-#define NBWD__LAYER_F32 1
-#if defined(NBWD__SIMD_ARM32)
-#define NBWD__KBASE _scalar
-#define NBWD__LAYER_16BIT 1 /* bf16; f16 data: the scalar kernels */
-#else
-#define NBWD__KBASE _neon
-#define NBWD__LAYER_16BIT 2
+#if defined(NBWD__HAVE_NEON_BF16)
+#define NBWD__NARROW_BF16_INSN(v) nbwd__neonbf16_narrow_bf16(v)
 #endif
-#define NBWD__LAYER_NARROW_ROWS 1
 #define NBWD__V NBWD__NT(float32x4_t)
 #define NBWD__VW 4
 #define NBWD__V_ZERO() NBWD__NEON(vdupq_n_f32)(0.0f)
@@ -961,39 +882,28 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
 #define NBWD__V_LOAD_N(p, n) nbwd__neon_load_first(p, n)
 #define NBWD__V_STORE_N(p, n, v) nbwd__neon_store_first(p, n, v)
-#define NBWD__V_STREAM(p, v) NBWD__NEON(vst1q_f32)(p, v) /* (no non-temporal stores) */
-#define NBWD__V_FENCE() ((void)0)
-#define NBWD__LAYER_HAS_STREAM 0
+/* (no non-temporal stores: the template's plain ones) */
 #define NBWD__H NBWD__NT(uint16x4_t)
 #define NBWD__H_LOAD(p) NBWD__NEON(vld1_u16)(p)
 #define NBWD__H_LOAD_N(p, n) nbwd__neon_load_first16(p, n)
 #define NBWD__H_STORE(p, h) NBWD__NEON(vst1_u16)(p, h)
 #define NBWD__H_STORE_N(p, n, h) nbwd__neon_store_first16(p, n, h)
-#define NBWD__H_STREAM(p, h) NBWD__NEON(vst1_u16)(p, h)
 #if defined(NBWD__SIMD_ARM32)
-#define NBWD__WIDEN_F16(h) nbwd__neon32_widen_f16(h)
-#define NBWD__NARROW_F16(v) nbwd__neon32_narrow_f16(v)
+/* (AArch32: no f16 conversions, so no f16 kernels: its table sends f16
+   data to the scalar ones) */
+#define NBWD__NEON_NO_F16 1
 #else
 #define NBWD__WIDEN_F16(h) nbwd__neon_widen_f16(h)
 #define NBWD__NARROW_F16(v) nbwd__neon_narrow_f16(v)
 #endif
 #define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
 #define NBWD__NARROW_BF16(v) nbwd__neon_narrow_bf16(v)
-#define NBWD__V_NARROW2_BF16(p, v0, v1)                                 \
-    (NBWD__NEON(vst1_u16)(p, nbwd__neon_narrow_bf16(v0)), \
-     NBWD__NEON(vst1_u16)((p) + 4, nbwd__neon_narrow_bf16(v1)))
-#define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #if !defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_ARM32) /* SIMDe 0.7.4: no vsqrtq_f64 */
-#define NBWD__LAYER_RSTD_LANES 2
+#define NBWD__V_RSTD_LANES 2
 #define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)
-#else
-#define NBWD__LAYER_RSTD_LANES 0
-#define NBWD__V_RSTD(v, out, eps) ((void)0)
 #endif
-
-#define NBWD__KERNEL_PASS
-#include NORM_BWD_HEADER_FILENAME
-#undef NBWD__KERNEL_PASS
+#define NBWD__KERNEL_PASS 1
+#include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #undef NBWD__TARGET_NEON
 #endif
 
