@@ -776,6 +776,9 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #define NBWD__ENTRIES_INLINE 1
+#if defined(__clang__) /* (as the main file, its unused static inline helpers would be warned of) */
+#pragma clang diagnostic ignored "-Wunused-function"
+#endif
 #endif
 #endif
 
@@ -816,21 +819,19 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-/* Validation, planning and the operations' drivers: bookkeeping whose
-   speed never shows next to the kernels', compiled at -O1 by gcc and for
-   size by clang, which then do not spend their loop and inlining passes on
-   it, a good part of the implementation file's compile time (make
-   compile-cost). (Not the scalar kernels: the sse path runs its 16-bit
-   data through them, and at -O1 their conversions are calls.) */
+/* NBWD__PLAN_FN marks validation, planning and the operations' drivers:
+   bookkeeping whose speed never shows next to the kernels', compiled at
+   -O1 by gcc and for size by clang, which then do not spend their loop and
+   inlining passes on it, a good part of the implementation file's compile
+   time (make compile-cost). Each such function carries it, so that its
+   optimisation level moves with it. (Not the scalar kernels, nor the
+   drivers' per-batch loops: at -O1 their conversions are calls.) */
 #if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__)
-#define NBWD__PLAN_CODE_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"O1\", \"fp-contract=off\")")
-#define NBWD__PLAN_CODE_END _Pragma("GCC pop_options")
+#define NBWD__PLAN_FN __attribute__((optimize("O1", "fp-contract=off")))
 #elif defined(__clang__) && defined(__OPTIMIZE__)
-#define NBWD__PLAN_CODE_BEGIN _Pragma("clang attribute push (__attribute__((minsize)), apply_to = function)")
-#define NBWD__PLAN_CODE_END _Pragma("clang attribute pop")
+#define NBWD__PLAN_FN __attribute__((minsize))
 #else
-#define NBWD__PLAN_CODE_BEGIN
-#define NBWD__PLAN_CODE_END
+#define NBWD__PLAN_FN
 #endif
 
 #if defined(NORM_BWD_MALLOC) && defined(NORM_BWD_FREE)
@@ -871,6 +872,13 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__NOINLINE static
 #define NBWD__PREFETCH(addr) ((void)(addr))
 #define NBWD__PREFETCH_L2(addr) ((void)(addr))
+#endif
+/* A loop of (at most) 4 iterations unrolled completely (gcc 8+, clang):
+   arrays it indexes then live in registers; elsewhere a plain loop. */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)) && !defined(NBWD__MSVC)
+#define NBWD__UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define NBWD__UNROLL4
 #endif
 
 #define NBWD__CAT_(a, b) a##b
@@ -1479,15 +1487,12 @@ NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, 
    (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
 #define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
 
-/* The body once per vector v < nv (nv, at most 4, a constant): the narrow-
-   row kernels and the sweep keep that many vectors in registers. */
-#define NBWD__EACH_VEC(v, ...)                       \
-    do {                                             \
-        { const int v = 0; __VA_ARGS__ }             \
-        if (nv > 1) { const int v = 1; __VA_ARGS__ } \
-        if (nv > 2) { const int v = 2; __VA_ARGS__ } \
-        if (nv > 3) { const int v = 3; __VA_ARGS__ } \
-    } while (0)
+/* The statement that follows once per vector v < nv (nv, at most 4, a
+   constant in each narrow-row kernel): fully unrolled where the compiler
+   takes the hint, so that arrays indexed by v stay in registers (the
+   narrow-row kernels and the sweep keep that many vectors there); a plain
+   loop to step through in a debugger. */
+#define NBWD__EACH_VEC(v) NBWD__UNROLL4 for (int v = 0; v < NBWD__NARROW_VECS; ++v) if (v < nv)
 #define NBWD__NARROW_VECS 4
 #define NBWD__ZERO_VECS(a) ((a)[0] = (a)[1] = (a)[2] = (a)[3] = NBWD__V_ZERO())
 
@@ -1510,28 +1515,28 @@ NBWD__KFN void NBWD__K(nbwd__sweep_cols)(const nbwd__rows *r, nbwd__cols cols, i
     int64_t i;
     NBWD__V gam[NBWD__SWEEP_VECS], cdg[NBWD__SWEEP_VECS], cdb[NBWD__SWEEP_VECS];
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
+    NBWD__EACH_VEC(v) {
         gam[v] = NBWD__K(nbwd__load)(cols.gamma + j + v * NBWD__VW, NBWD__LANES(v));
         cdg[v] = NBWD__K(nbwd__load)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v));
         cdb[v] = NBWD__K(nbwd__load)(cols.db + j + v * NBWD__VW, NBWD__LANES(v));
-    });
+    }
     for (i = r0; i < r1; ++i) {
         const float *x = (const float *)r->x + r->x_off[i] + j, *dy = (const float *)r->dy + r->dy_off[i] + j;
         float *dx = (float *)r->dx + r->dx_off[i] + j;
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], mg[i], mgx[i], r->rstd[i]);
         int nt = stream && (uintptr_t)dx % 64 == 0;
-        NBWD__EACH_VEC(v, {
+        NBWD__EACH_VEC(v) {
             NBWD__V vdy = NBWD__K(nbwd__load)(dy + v * NBWD__VW, NBWD__LANES(v));
             NBWD__V xh = NBWD__XHAT(&c, NBWD__K(nbwd__load)(x + v * NBWD__VW, NBWD__LANES(v)));
             NBWD__K(nbwd__store)(dx + v * NBWD__VW, NBWD__LANES(v), NBWD__DX(&c, NBWD__V_MUL(vdy, gam[v]), xh), nt);
             cdg[v] = NBWD__V_FMA(vdy, xh, cdg[v]);
             cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
-        });
+        }
     }
-    NBWD__EACH_VEC(v, {
+    NBWD__EACH_VEC(v) {
         NBWD__K(nbwd__store)(cols.dg + j + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
         NBWD__K(nbwd__store)(cols.db + j + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
-    });
+    }
 #undef NBWD__LANES
 }
 NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, nbwd__cols cols) {
@@ -1858,17 +1863,17 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
+    NBWD__EACH_VEC(v) {
         gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
         cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
         cdb[v] = cols.dg ? NBWD__K(nbwd__load)(cols.db + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
-    });
+    }
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, r->rstd[i]);
         NBWD__K(nbwd__sums) s;
         NBWD__K(nbwd__sums_zero)(&s);
-        NBWD__EACH_VEC(v, {
+        NBWD__EACH_VEC(v) {
             NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
             xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
             if (cols.dg) {
@@ -1883,7 +1888,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
                 s.g0 = NBWD__V_ADD(s.g0, g[v]);
                 s.gx0 = NBWD__V_FMA(g[v], xh[v], s.gx0);
             }
-        });
+        }
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
             float sums[2];
@@ -1895,19 +1900,19 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
             if (r->stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
-            NBWD__EACH_VEC(v, { out[v] = NBWD__DX(&c, g[v], xh[v]); });
+            NBWD__EACH_VEC(v) { out[v] = NBWD__DX(&c, g[v], xh[v]); }
             if (paired >= 2) NBWD__KF(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
             if (paired >= 4) NBWD__KF(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
-            NBWD__EACH_VEC(v, {
+            NBWD__EACH_VEC(v) {
                 if (v >= paired) NBWD__KF(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt, out[v], whole);
-            });
+            }
         }
     }
     if (cols.dg) {
-        NBWD__EACH_VEC(v, {
+        NBWD__EACH_VEC(v) {
             NBWD__K(nbwd__store)(cols.dg + v * NBWD__VW, NBWD__LANES(v), cdg[v], 0);
             NBWD__K(nbwd__store)(cols.db + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
-        });
+        }
     }
     if (r->dx && r->stream) NBWD__V_FENCE();
 #undef NBWD__LANES
@@ -1962,7 +1967,7 @@ NBWD__KFN void NBWD__KF(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const
     NBWD__ZERO_VECS(vxm); NBWD__ZERO_VECS(vxs); NBWD__ZERO_VECS(acc_dg); NBWD__ZERO_VECS(acc_db);
     NBWD__ZERO_VECS(vmg); NBWD__ZERO_VECS(vmgx); NBWD__ZERO_VECS(vscale);
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
-    NBWD__EACH_VEC(v, {
+    NBWD__EACH_VEC(v) {
         vxm[v] = NBWD__K(nbwd__load)(ch.xm + v * NBWD__VW, NBWD__LANES(v));
         vxs[v] = NBWD__K(nbwd__load)(ch.xs + v * NBWD__VW, NBWD__LANES(v));
         if (r->dx) {
@@ -1973,36 +1978,36 @@ NBWD__KFN void NBWD__KF(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const
             acc_dg[v] = NBWD__K(nbwd__load)(ch.dg + v * NBWD__VW, NBWD__LANES(v));
             acc_db[v] = NBWD__K(nbwd__load)(ch.db + v * NBWD__VW, NBWD__LANES(v));
         }
-    });
+    }
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
             int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__HAS_STREAM);
-            NBWD__EACH_VEC(v, {
+            NBWD__EACH_VEC(v) {
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
                 NBWD__V xh =
                     NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
                 NBWD__KF(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
                                           NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
-            });
+            }
         } else {
-            NBWD__EACH_VEC(v, {
+            NBWD__EACH_VEC(v) {
                 NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
                 NBWD__V xh =
                     NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
                 acc_dg[v] = NBWD__V_FMA(vdy, xh, acc_dg[v]);
                 acc_db[v] = NBWD__V_ADD(vdy, acc_db[v]);
-            });
+            }
         }
     }
     if (r->dx) {
         if (r->stream) NBWD__V_FENCE();
     } else {
-        NBWD__EACH_VEC(v, {
+        NBWD__EACH_VEC(v) {
             NBWD__K(nbwd__store)(ch.dg + v * NBWD__VW, NBWD__LANES(v), acc_dg[v], 0);
             NBWD__K(nbwd__store)(ch.db + v * NBWD__VW, NBWD__LANES(v), acc_db[v], 0);
-        });
+        }
     }
 #undef NBWD__LANES
 }
@@ -2695,12 +2700,11 @@ static int nbwd__mul_ok(int64_t a, int64_t b, int64_t *out) { /* a, b >= 0 */
     return 1;
 }
 
-NBWD__PLAN_CODE_BEGIN
-static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
-static const char *nbwd__dtype_name(int dt) {
+NBWD__PLAN_FN static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
+NBWD__PLAN_FN static const char *nbwd__dtype_name(int dt) {
     return dt == NBWD_F32 ? "f32" : dt == NBWD_F16 ? "f16" : dt == NBWD_BF16 ? "bf16" : "?";
 }
-static const char *nbwd__form_name(int form) {
+NBWD__PLAN_FN static const char *nbwd__form_name(int form) {
     return form == NBWD_STATS_MEAN_VARIANCE ? "NBWD_STATS_MEAN_VARIANCE"
            : form == NBWD_STATS_MEAN_RSTD   ? "NBWD_STATS_MEAN_RSTD"
            : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
@@ -2709,16 +2713,16 @@ static const char *nbwd__form_name(int form) {
 }
 /* the statistics forms whose set mean is given (LayerNorm's mean forms; RMSNorm's mean
    is 0) */
-static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
+NBWD__PLAN_FN static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
 /* rms: RMSNorm's names for the forms */
-static const char *nbwd__form_name_of(int form, int rms) {
+NBWD__PLAN_FN static const char *nbwd__form_name_of(int form, int rms) {
     if (rms && form == NBWD_STATS_MEAN_SQUARE) return "NBWD_STATS_MEAN_SQUARE";
     if (rms && form == NBWD_STATS_RSTD) return "NBWD_STATS_RSTD";
     return nbwd__form_name(form);
 }
 
 /* Stats and params are f32, or the data type itself (see DATA TYPES). */
-static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
+NBWD__PLAN_FN static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     const char *name[3] = {"data_dtype", "stats_dtype", "param_dtype"};
     int v[3], i;
     v[0] = dt; v[1] = sdt; v[2] = pdt;
@@ -2735,7 +2739,7 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
 
 /* op: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
    GroupNorm, 0 LayerNorm and RMSNorm */
-static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
+NBWD__PLAN_FN static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
     const int batch_norm = op == 1;
     if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
@@ -2772,7 +2776,7 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_
 /* Checks dims and returns the element count of dims [from, to). The limit
    applies to the product of the non-zero dims, so that a zero anywhere
    cannot hide a huge dimension (every sub-product stays bounded too). */
-static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
+NBWD__PLAN_FN static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
     int64_t nz = 1;
     int d, empty = 0;
     for (d = from; d < to; ++d) {
@@ -2788,7 +2792,7 @@ static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *c
 }
 
 /* Given strides, or dense row-major ones over dims [0, rank). */
-static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, int64_t *out) {
+NBWD__PLAN_FN static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, int64_t *out) {
     int64_t s = 1;
     int d;
     for (d = rank - 1; d >= 0; --d) {
@@ -2798,7 +2802,7 @@ static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, i
 }
 
 /* Is the block of dims [from, to) dense (row-major, unit inner stride)? */
-static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
+NBWD__PLAN_FN static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
     int64_t expect = 1;
     int d;
     for (d = to - 1; d >= from; --d) {
@@ -2809,7 +2813,7 @@ static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, i
 }
 
 /* Byte range [lo, hi) a tensor covers relative to its base; 0 on overflow. */
-static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t esz, int64_t *lo, int64_t *hi) {
+NBWD__PLAN_FN static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t esz, int64_t *lo, int64_t *hi) {
     int64_t l = 0, h = 0, span;
     int d;
     *lo = *hi = 0;
@@ -2829,7 +2833,7 @@ static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t
 
 /* No two elements of an output share an address: the outer dims, sorted by
    |stride|, each step over everything inside them (dense inner block). */
-static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
+NBWD__PLAN_FN static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
     int64_t sd[NBWD_MAX_RANK], ss[NBWD_MAX_RANK], span = block;
     int k = 0, i, j;
     if (block == 0) return 1; /* empty: no elements, and nbwd__extent did not check the strides */
@@ -2860,7 +2864,7 @@ typedef struct nbwd__span {
     int64_t esz, dims[NBWD_MAX_RANK], st[NBWD_MAX_RANK], reach[NBWD_MAX_RANK];
 } nbwd__span;
 /* rank, dims, st (elements): a layout whose extent check passed */
-static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
+NBWD__PLAN_FN static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
     nbwd__span s;
     int64_t lo, hi, reach;
     int d, i, j;
@@ -2888,10 +2892,10 @@ static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, co
     }
     return s;
 }
-static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
+NBWD__PLAN_FN static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
     return a->lo < a->hi && b->lo < b->hi && a->lo < b->hi && b->lo < a->hi;
 }
-static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
+NBWD__PLAN_FN static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 /* Two tensors of layout s whose lowest elements are d bytes apart: does an
@@ -2899,7 +2903,7 @@ static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
    inside? A dim's slabs (its index fixed) reach no further than its stride
    (else the answer is a cautious yes), so at most two slabs of the other
    tensor meet each slab: those are followed inwards. */
-static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
+NBWD__PLAN_FN static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
     int64_t m, lo, hi, S, E;
     if (k == s->nd) return d > -s->esz && d < s->esz;
     S = s->st[k];
@@ -2917,7 +2921,7 @@ static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
 /* Do a and b share a byte? Exactly where both have the same layout (one
    tensor interleaved with another, such as diff_gamma and diff_beta at p and
    p + 1 with stride 2); otherwise by their intervals. */
-static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
+NBWD__PLAN_FN static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
     int d;
     if (!nbwd__overlap(a, b)) return 0;
     if (a->nd != b->nd || a->esz != b->esz) return 1;
@@ -2927,7 +2931,7 @@ static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
     return nbwd__layout_meets(a, 0, b->lo >= a->lo ? (int64_t)(b->lo - a->lo) : -(int64_t)(a->lo - b->lo));
 }
 /* The same tensor: same base and the same stride on every dim that matters. */
-static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
+NBWD__PLAN_FN static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
                            const int64_t *dims) {
     int d;
     if (p != q) return 0;
@@ -2937,11 +2941,11 @@ static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, co
 }
 
 /* "args." before a field of args; the two-phase calls' sums are parameters */
-static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
+NBWD__PLAN_FN static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
 /* Output spans vs the others. out[i] may equal an input j where exact[i][j]
    says the views are identical; any other overlap is an alias error. */
 #define NBWD__MAX_SPANS 12
-static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
+NBWD__PLAN_FN static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
                                      const int *is_output, const unsigned char exact[][NBWD__MAX_SPANS]) {
     int i, j;
     for (i = 0; i < count; ++i) {
@@ -2957,7 +2961,6 @@ static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const c
     return NBWD_OK;
 }
 
-NBWD__PLAN_CODE_END
 /* Fixed row blocking of a column reduction (diff_gamma/diff_beta, BatchNorm
    NXC): a function of the shape alone, so sums never depend on threads. */
 static void nbwd__row_blocking(int64_t rows, int64_t cols, int64_t *rows_per_block, int64_t *nblocks) {
@@ -3092,6 +3095,19 @@ static void nbwd__cursor_next(const nbwd__outer *o, nbwd__cursor *c) {
         c->idx[d] = 0;
     }
 }
+/* The element offsets of rows [row, row + count) in o's tensor t, plus
+   base: out[i] (every batch of rows fills its offsets with this). One
+   (merged) outer dim: a multiply per row; more: counted through them. */
+static void nbwd__row_offsets(const nbwd__outer *o, int t, int64_t row, int64_t count, int64_t base, int64_t *out) {
+    nbwd__cursor c;
+    int64_t i;
+    if (o->nd == 1) {
+        for (i = 0; i < count; ++i) out[i] = base + (row + i) * o->st[t][0];
+        return;
+    }
+    nbwd__cursor_seek(o, &c, row);
+    for (i = 0; i < count; ++i, nbwd__cursor_next(o, &c)) out[i] = base + c.off[t];
+}
 
 /* The data input and the spread statistic that a statistics form reads. */
 static const void *nbwd__x_of(int form, const void *src, const void *xhat, const void *dst) {
@@ -3110,10 +3126,9 @@ static const char *nbwd__spread_name(int form, int rms) {
                                             : "rstd";
 }
 
-NBWD__PLAN_CODE_BEGIN
 /* The pieces common to the operations' pointer checks (rms: RMSNorm, which
    has no mean and calls its variance mean_square). */
-static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
+NBWD__PLAN_FN static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
                                           const void *mean, const void *variance, const void *rstd,
                                           const void *std_, int64_t data_elems, int64_t stat_elems) {
     const void *x = nbwd__x_of(form, src, xhat, dst), *spread = nbwd__spread_of(form, variance, rstd, std_);
@@ -3149,7 +3164,6 @@ static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, co
     return NBWD_OK;
 }
 
-NBWD__PLAN_CODE_END
 /* need: the queried size, which a caller's workspace must have; own_need:
    what this call uses (<= need), all that is allocated when workspace is NULL. */
 static nbwd_status nbwd__get_workspace(size_t need, size_t own_need, void *workspace, size_t workspace_bytes,
@@ -3236,8 +3250,15 @@ static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int p
 #define NBWD__LN_STAMP 0x4C4E4257u
 #define NBWD__BN_STAMP 0x424E4257u
 #define NBWD__RMS_STAMP 0x524D4257u
+/* LayerNorm's (and RMSNorm's) tensors: the plan's strides st[] and the row
+   iteration cover the first six (the data and the statistics), the alias
+   checks all of them. */
+enum {
+    NBWD__LN_X, NBWD__LN_DY, NBWD__LN_DX, NBWD__LN_MEAN, NBWD__LN_SPREAD, NBWD__LN_RES, /* st[] */
+    NBWD__LN_GAMMA, NBWD__LN_DGAMMA, NBWD__LN_DBETA, NBWD__LN_BETA, NBWD__LN_TENSORS
+};
+/* their descriptor's stride fields, "desc.<name>_strides" */
 static const char *const nbwd__ln_tensor[NBWD__MAX_T] = {"src", "diff_dst", "diff_src", "mean", "var", "diff_residual"};
-enum { NBWD__TX = 0, NBWD__TDY = 1, NBWD__TDX = 2, NBWD__TMEAN = 3, NBWD__TVAR = 4, NBWD__TRES = 5 };
 /* Staged rows (a residual gradient, or xhat made from dst) go a few at a
    time through at most NBWD__STAGE_SLOTS slots of the workspace (one per
    thread at work) of about NBWD__STAGE_BYTES each: rows still in the cache
@@ -3290,9 +3311,8 @@ NBWD_API void nbwd_rms_norm_bwd_desc_init(nbwd_rms_norm_bwd_desc *desc, int rank
     if (desc) desc->init_stamp = NBWD__RMS_STAMP;
 }
 
-NBWD__PLAN_CODE_BEGIN
 /* rms: RMSNorm (its own stamp; the plan is LayerNorm's with mean 0) */
-static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
+NBWD__PLAN_FN static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
     nbwd_status s;
     int64_t axis, lo, hi;
     int t;
@@ -3335,16 +3355,16 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     nbwd__count(d->dims, 0, p->axis, &p->rows);
     nbwd__count(d->dims, p->axis, p->rank, &p->n);
 
-    nbwd__strides(p->rank, d->dims, d->src_strides, p->st[NBWD__TX]);
-    nbwd__strides(p->rank, d->dims, d->diff_dst_strides, p->st[NBWD__TDY]);
-    nbwd__strides(p->rank, d->dims, d->diff_src_strides, p->st[NBWD__TDX]);
+    nbwd__strides(p->rank, d->dims, d->src_strides, p->st[NBWD__LN_X]);
+    nbwd__strides(p->rank, d->dims, d->diff_dst_strides, p->st[NBWD__LN_DY]);
+    nbwd__strides(p->rank, d->dims, d->diff_src_strides, p->st[NBWD__LN_DX]);
     /* RMSNorm reads no mean: its mean_strides are ignored, never multiplied */
-    nbwd__strides(p->axis, d->dims, rms ? NULL : d->mean_strides, p->st[NBWD__TMEAN]);
-    nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__TVAR]);
-    nbwd__strides(p->rank, d->dims, d->diff_residual_strides, p->st[NBWD__TRES]);
+    nbwd__strides(p->axis, d->dims, rms ? NULL : d->mean_strides, p->st[NBWD__LN_MEAN]);
+    nbwd__strides(p->axis, d->dims, d->var_strides, p->st[NBWD__LN_SPREAD]);
+    nbwd__strides(p->rank, d->dims, d->diff_residual_strides, p->st[NBWD__LN_RES]);
     esz = nbwd__esize(p->dt);
-    for (t = NBWD__TX; t <= NBWD__TRES; ++t) {
-        if (t == NBWD__TMEAN || t == NBWD__TVAR) continue;
+    for (t = NBWD__LN_X; t <= NBWD__LN_RES; ++t) {
+        if (t == NBWD__LN_MEAN || t == NBWD__LN_SPREAD) continue;
         if (!nbwd__dense_block(d->dims, p->st[t], p->axis, p->rank))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                               "desc.%s_strides: the normalized dims [%d, %d) must be dense (row-major, inner stride 1)",
@@ -3353,7 +3373,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);
     }
-    for (t = NBWD__TMEAN; t <= NBWD__TVAR; ++t)
+    for (t = NBWD__LN_MEAN; t <= NBWD__LN_SPREAD; ++t)
         if (!nbwd__extent(p->axis, d->dims, p->st[t], nbwd__esize(p->sdt), &lo, &hi))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: the tensor's byte extent overflows",
                               nbwd__ln_tensor[t]);
@@ -3389,7 +3409,7 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     return NBWD_OK;
 }
 
-static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
+NBWD__PLAN_FN static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
     nbwd__ln_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -3397,14 +3417,14 @@ static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc,
     else if ((s = nbwd__ln_plan_desc(desc, rms, &p)) == NBWD_OK) *bytes = p.ws_bytes;
     return nbwd__finish(rms ? "nbwd_rms_norm_bwd_workspace_size" : "nbwd_layer_norm_bwd_workspace_size", s);
 }
-NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
     return nbwd__ln_workspace_size(desc, 0, bytes);
 }
-NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
     return nbwd__ln_workspace_size(desc, 1, bytes);
 }
 
-static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
+NBWD__PLAN_FN static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
                                        const nbwd_layer_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->rows * p->n, outer_dims[NBWD_MAX_RANK];
@@ -3414,12 +3434,12 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[10] = {"src",   "diff_dst",   "diff_src",  "mean",          "variance",
-                             "gamma", "diff_gamma", "diff_beta", "diff_residual", "beta"};
+    const char *names[NBWD__LN_TENSORS] = {"src",           "diff_dst", "diff_src",   "mean",      "variance",
+                                           "diff_residual", "gamma",    "diff_gamma", "diff_beta", "beta"};
     /* DST_RSTD makes xhat from dst with gamma (and beta) for diff_gamma too */
     const int reads_gamma = p->affine && p->n > 0 && (a->diff_src || (p->form == NBWD_STATS_DST_RSTD && a->diff_gamma));
-    names[0] = nbwd__x_name(p->form);
-    names[4] = nbwd__spread_name(p->form, p->rms);
+    names[NBWD__LN_X] = nbwd__x_name(p->form);
+    names[NBWD__LN_SPREAD] = nbwd__spread_name(p->form, p->rms);
     if ((a->diff_gamma || a->diff_beta) && !p->affine)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
                           a->diff_gamma ? "diff_gamma" : "diff_beta");
@@ -3437,35 +3457,35 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
                           "args.diff_residual is set but args.diff_src is NULL (the residual gradient is added to "
                           "diff_src)");
     for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
-    if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__TDX], p->n))
+    if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__LN_DX], p->n))
         return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                           "desc.diff_src_strides make two elements of args.diff_src share an address");
 
-    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta, 8 residual, 9 beta */
-    sp[0] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__TX], esz);
-    sp[1] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__TDY], esz);
-    sp[2] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__TDX], esz);
-    sp[3] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, p->axis, d->dims, p->st[NBWD__TMEAN], sesz);
-    sp[4] = nbwd__span_of(spread, p->axis, d->dims, p->st[NBWD__TVAR], sesz);
+    sp[NBWD__LN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__LN_X], esz);
+    sp[NBWD__LN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__LN_DY], esz);
+    sp[NBWD__LN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__LN_DX], esz);
+    sp[NBWD__LN_MEAN] =
+        nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, p->axis, d->dims, p->st[NBWD__LN_MEAN], sesz);
+    sp[NBWD__LN_SPREAD] = nbwd__span_of(spread, p->axis, d->dims, p->st[NBWD__LN_SPREAD], sesz);
+    sp[NBWD__LN_RES] = nbwd__span_of(a->diff_residual, p->rank, d->dims, p->st[NBWD__LN_RES], esz);
     /* gamma is read only where reads_gamma says; beta only by DST_RSTD
        (with affine): inputs not read are not checked */
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
-    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    sp[8] = nbwd__span_of(a->diff_residual, p->rank, d->dims, p->st[NBWD__TRES], esz);
-    sp[9] = nbwd__param_span(&p->par, NBWD__PB,
-                             p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
-    out[2] = out[6] = out[7] = 1;
+    sp[NBWD__LN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
+    sp[NBWD__LN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[NBWD__LN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    sp[NBWD__LN_BETA] =
+        nbwd__param_span(&p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
+    out[NBWD__LN_DX] = out[NBWD__LN_DGAMMA] = out[NBWD__LN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
-    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], x, p->st[NBWD__TX], p->rank, d->dims);
-    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_dst, p->st[NBWD__TDY],
-                                                 p->rank, d->dims);
-    exact[2][8] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__TDX], a->diff_residual, p->st[NBWD__TRES],
-                                                 p->rank, d->dims);
-    return nbwd__check_alias(10, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    exact[NBWD__LN_DX][NBWD__LN_X] =
+        (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__LN_DX], x, p->st[NBWD__LN_X], p->rank, d->dims);
+    exact[NBWD__LN_DX][NBWD__LN_DY] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__LN_DX], a->diff_dst,
+                                                                      p->st[NBWD__LN_DY], p->rank, d->dims);
+    exact[NBWD__LN_DX][NBWD__LN_RES] = (unsigned char)nbwd__same_view(
+        a->diff_src, p->st[NBWD__LN_DX], a->diff_residual, p->st[NBWD__LN_RES], p->rank, d->dims);
+    return nbwd__check_alias(NBWD__LN_TENSORS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-NBWD__PLAN_CODE_END
 /* Rows that do not go to the kernels as they are: with a residual gradient,
    or in the DST_RSTD form with affine. A few at a time they go through the
    slot in f32: xhat made from dst (or x, widened from 16-bit data), dy
@@ -3509,10 +3529,10 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
    the staging slot when rows are staged, else NULL. */
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
-    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i, res_off[NBWD__ROW_BATCH];
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
+    int64_t res_off[NBWD__ROW_BATCH], mean_off[NBWD__ROW_BATCH], spread_off[NBWD__ROW_BATCH];
     const int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     nbwd__rows batch;
-    nbwd__cursor c;
     if (end > p->rows) end = p->rows;
     batch.n = n;
     batch.cols.gamma = r->gamma;
@@ -3522,7 +3542,6 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     batch.cols.dg = r->partials ? r->partials + b * 2 * n : NULL;
     batch.cols.db = r->partials ? r->partials + b * 2 * n + n : NULL;
     if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
-    nbwd__cursor_seek(&r->outer, &c, row);
     while (row < end) {
         batch.x = r->x; /* (staging points them into the slot) */
         batch.dy = r->dy;
@@ -3530,32 +3549,26 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
-        if (r->outer.nd == 1 && p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
-            /* the common case: one (merged) outer dim, f32 statistics */
-            const int64_t(*st)[NBWD_MAX_RANK] = (const int64_t(*)[NBWD_MAX_RANK])r->outer.st;
+        nbwd__row_offsets(&r->outer, NBWD__LN_X, row, batch.count, 0, batch.x_off);
+        nbwd__row_offsets(&r->outer, NBWD__LN_DY, row, batch.count, 0, batch.dy_off);
+        nbwd__row_offsets(&r->outer, NBWD__LN_DX, row, batch.count, 0, batch.dx_off);
+        nbwd__row_offsets(&r->outer, NBWD__LN_RES, row, batch.count, 0, res_off);
+        nbwd__row_offsets(&r->outer, NBWD__LN_MEAN, row, batch.count, 0, mean_off);
+        nbwd__row_offsets(&r->outer, NBWD__LN_SPREAD, row, batch.count, 0, spread_off);
+        if (p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
+            /* the common case, f32 statistics: the batch's rstd at once
+               (the bits of nbwd__stats) */
             const float *mean = (const float *)r->mean, *spread = (const float *)r->spread;
-            int rstd_form = p->form == NBWD_STATS_MEAN_RSTD;
-            double eps = p->eps;
             for (i = 0; i < batch.count; ++i) {
-                int64_t q = row + i;
-                batch.x_off[i] = q * st[NBWD__TX][0];
-                batch.dy_off[i] = q * st[NBWD__TDY][0];
-                batch.dx_off[i] = q * st[NBWD__TDX][0];
-                res_off[i] = q * st[NBWD__TRES][0];
-                batch.xm[i] = mean ? mean[q * st[NBWD__TMEAN][0]] : 0.0f; /* RMSNorm: none */
-                batch.rstd[i] = spread[q * st[NBWD__TVAR][0]];
+                batch.xm[i] = mean ? mean[mean_off[i]] : 0.0f; /* RMSNorm: none */
+                batch.rstd[i] = spread[spread_off[i]];
             }
-            if (!rstd_form) r->k->rstd(batch.rstd, batch.rstd, batch.count, eps);
+            if (p->form != NBWD_STATS_MEAN_RSTD) r->k->rstd(batch.rstd, batch.rstd, batch.count, (double)p->eps);
             memcpy(batch.xs, batch.rstd, (size_t)batch.count * sizeof(float));
         } else {
-            for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &c)) {
-                batch.x_off[i] = c.off[NBWD__TX];
-                batch.dy_off[i] = c.off[NBWD__TDY];
-                batch.dx_off[i] = c.off[NBWD__TDX];
-                res_off[i] = c.off[NBWD__TRES];
-                nbwd__stats(p->form, p->sdt, p->eps, r->mean, c.off[NBWD__TMEAN], r->spread, c.off[NBWD__TVAR],
-                            &batch.xm[i], &batch.xs[i], &batch.rstd[i]);
-            }
+            for (i = 0; i < batch.count; ++i)
+                nbwd__stats(p->form, p->sdt, p->eps, r->mean, mean_off[i], r->spread, spread_off[i], &batch.xm[i],
+                            &batch.xs[i], &batch.rstd[i]);
         }
         if (slot) nbwd__ln_staged(r, &batch, res_off, slot);
         else nbwd__run_ln_rows(r->k, &batch);
@@ -3571,10 +3584,9 @@ static void nbwd__ln_lane(const nbwd__ln_run *r, int64_t lane, int64_t lanes) {
     for (b = lane; b < p->nblocks; b += lanes) nbwd__ln_block(r, b, slot);
 }
 
-NBWD__PLAN_CODE_BEGIN
 /* rms: RMSNorm, its arguments in LayerNorm's struct (mean NULL, variance
    the mean square) */
-static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+NBWD__PLAN_FN static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
                                        const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes) {
     nbwd__ln_plan p;
     nbwd__ln_run r;
@@ -3623,7 +3635,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
         r.res = (const char *)args->diff_residual;
         /* no residual: its strides copy diff_src's, never keeping the
            outer dims from merging */
-        if (!r.res) memcpy(p.st[NBWD__TRES], p.st[NBWD__TDX], sizeof p.st[NBWD__TDX]);
+        if (!r.res) memcpy(p.st[NBWD__LN_RES], p.st[NBWD__LN_DX], sizeof p.st[NBWD__LN_DX]);
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         /* gamma (+ offset) enters only the sums, which only dx needs: ones
@@ -3671,14 +3683,14 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
 }
 
 /* NORM_BWD_VERBOSE=2: one line per call. */
-static void nbwd__dims_text(char *out, size_t bytes, int rank, const int64_t *dims) {
+NBWD__PLAN_FN static void nbwd__dims_text(char *out, size_t bytes, int rank, const int64_t *dims) {
     size_t at = 0;
     int d;
     out[0] = 0;
     for (d = 0; d < rank && d < NBWD_MAX_RANK && at + 24 < bytes; ++d)
         at += (size_t)snprintf(out + at, bytes - at, "%s%lld", d ? "x" : "", (long long)dims[d]);
 }
-static int nbwd__max_threads(int requested) {
+NBWD__PLAN_FN static int nbwd__max_threads(int requested) {
 #if defined(_OPENMP)
     return requested > 0 ? requested : omp_get_max_threads();
 #else
@@ -3686,7 +3698,7 @@ static int nbwd__max_threads(int requested) {
     return 1;
 #endif
 }
-static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
+NBWD__PLAN_FN static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
     static const char *const text[8] = {"none",     "diff_src",           "diff_gamma",
                                         "diff_src,diff_gamma", "diff_beta", "diff_src,diff_beta",
                                         "diff_gamma,diff_beta", "diff_src,diff_gamma,diff_beta"};
@@ -3703,7 +3715,7 @@ typedef struct nbwd__call {
     const void *dx, *dg, *db;
     int have_args;
 } nbwd__call;
-static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) {
+NBWD__PLAN_FN static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) {
     const nbwd__kernels *k = s == NBWD_OK ? nbwd__select(c->isa) : NULL;
     char shape[200];
     nbwd__dims_text(shape, sizeof shape, c->rank, c->dims);
@@ -3725,7 +3737,7 @@ static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) 
 
 /* RMSNorm's arguments in LayerNorm's struct: no mean, the mean square as
    the variance. NULL stays NULL. */
-static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
+NBWD__PLAN_FN static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
     if (!a) return NULL;
     memset(la, 0, sizeof *la);
     la->src = a->src; la->xhat = a->xhat; la->diff_dst = a->diff_dst;
@@ -3736,7 +3748,7 @@ static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_a
 }
 /* The LayerNorm and RMSNorm entry points: the call, its status and message,
    and NORM_BWD_VERBOSE=2's line. */
-static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
+NBWD__PLAN_FN static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
                                   void *workspace, size_t workspace_bytes) {
     int verbose = nbwd__verbose();
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
@@ -3756,18 +3768,26 @@ static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms,
     }
     return s;
 }
-NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     return nbwd__ln_entry(desc, 0, args, workspace, workspace_bytes);
 }
-NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
                                        void *workspace, size_t workspace_bytes) {
     nbwd_layer_norm_bwd_args la;
     return nbwd__ln_entry(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes);
 }
 
-NBWD__PLAN_CODE_END
 /* ------------------------------------------------------------ BatchNorm */
+/* BatchNorm's tensors: the plan's strides st[] cover the data tensors
+   (the first NBWD__BN_DATA), the alias checks all of them (the two-phase
+   calls' sums last). */
+enum {
+    NBWD__BN_X, NBWD__BN_DY, NBWD__BN_DX, NBWD__BN_DST, NBWD__BN_DSA, /* st[]; DSA: diff_src_add */
+    NBWD__BN_MEAN, NBWD__BN_SPREAD, NBWD__BN_GAMMA, NBWD__BN_DGAMMA, NBWD__BN_DBETA, NBWD__BN_SUM_DYX,
+    NBWD__BN_SUM_DY, NBWD__BN_TENSORS
+};
+#define NBWD__BN_DATA 5
 typedef struct nbwd__bn_plan {
     int rank, dt, sdt, pdt, form, accumulate;
     int global_stats; /* NBWD_USE_GLOBAL_STATS */
@@ -3776,7 +3796,7 @@ typedef struct nbwd__bn_plan {
     int relu;   /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU */
     float eps;
     int64_t N, C, S, M;                     /* batch, channels, spatial size, N * S */
-    int64_t st[5][NBWD_MAX_RANK];           /* x, dy, dx, dst, diff_src_add */
+    int64_t st[NBWD__BN_DATA][NBWD_MAX_RANK]; /* the data tensors' strides (NBWD__BN_X..NBWD__BN_DSA) */
     int64_t mean_st, var_st;                /* the [C] statistics' strides */
     nbwd__params par;                       /* gamma, (unused), diff_gamma, diff_beta: [C] */
     int64_t rows, rows_per_block, nblocks;  /* NXC: rows = N * S */
@@ -3821,17 +3841,17 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
     desc->init_stamp = NBWD__BN_STAMP;
 }
 
-NBWD__PLAN_CODE_BEGIN
 /* Does tensor t (x, dy, dx, dst, diff_src_add) reach the kernels, and
    with it their stride rules? */
-static int nbwd__bn_kernel_tensor(int relu, int t) {
-    return t == 0 || t == 2 || (t == 1 && !relu) || (t == 4 && relu == NBWD_FUSE_ADD_RELU);
+NBWD__PLAN_FN static int nbwd__bn_kernel_tensor(int relu, int t) {
+    return t == NBWD__BN_X || t == NBWD__BN_DX || (t == NBWD__BN_DY && !relu) ||
+           (t == NBWD__BN_DSA && relu == NBWD_FUSE_ADD_RELU);
 }
-static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
+NBWD__PLAN_FN static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
     nbwd_status s;
     int64_t lo, hi, total;
     int t, r, nt;
-    static const char *const tensor[5] = {"src", "diff_dst", "diff_src", "dst", "diff_src_add"};
+    static const char *const tensor[NBWD__BN_DATA] = {"src", "diff_dst", "diff_src", "dst", "diff_src_add"};
     if (!d) return nbwd__fail(NBWD_ERR_NULL_POINTER, "desc is NULL");
     memset(p, 0, sizeof *p);
     if (d->init_stamp != NBWD__BN_STAMP)
@@ -3858,15 +3878,15 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     p->C = d->layout == NBWD_NXC ? d->dims[r - 1] : d->dims[1];
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->M = p->N * p->S;
-    for (t = 0; t < 5; ++t) {
-        const int64_t *const given[5] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides, d->dst_strides,
+    for (t = 0; t < NBWD__BN_DATA; ++t) {
+        const int64_t *const given[NBWD__BN_DATA] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides, d->dst_strides,
                                          d->diff_src_add_strides};
         nbwd__strides(r, d->dims, given[t], p->st[t]);
     }
     /* The fused ReLU's tensors take part only with its flag. Its masked dy
        (diff_src_add, or dense in the workspace) replaces dy in the kernels;
        dy and dst are read elementwise before them, with any strides. */
-    nt = p->relu == NBWD_FUSE_ADD_RELU ? 5 : p->relu ? 4 : 3;
+    nt = p->relu == NBWD_FUSE_ADD_RELU ? NBWD__BN_DSA + 1 : p->relu ? NBWD__BN_DST + 1 : NBWD__BN_DX + 1;
     /* [N, C] reads the same in both layouts and always takes the row (NXC)
        algorithm, which vectorizes across channels: the algorithm, and with
        it every bit, depends on the shape alone. Channels that are not dense
@@ -3919,7 +3939,7 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     return NBWD_OK;
 }
 
-NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__bn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -3931,7 +3951,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bw
 /* sums: the two-phase calls (NULL: nbwd_batch_norm_bwd). reduce's sums
    arrive as a's diff_gamma/diff_beta (named for what they are); apply's are
    two more inputs that no output may overlap. */
-static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
+NBWD__PLAN_FN static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
                                        const nbwd_batch_norm_bwd_args *a, const nbwd__bn_sums *sums) {
     nbwd_status s;
     int64_t total = p->M * p->C, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
@@ -3941,16 +3961,16 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod = 0;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[NBWD__MAX_SPANS] = {"src",       "diff_dst",    "diff_src", "mean",
-                                          "variance",  "gamma",       "diff_gamma", "diff_beta",
-                                          "sum_dy_xhat", "sum_dy",    "dst",      "diff_src_add"};
+    const char *names[NBWD__BN_TENSORS] = {"src",      "diff_dst", "diff_src",   "dst",       "diff_src_add",
+                                           "mean",     "variance", "gamma",      "diff_gamma", "diff_beta",
+                                           "sum_dy_xhat", "sum_dy"};
     int t;
     if (sums && sums->phase == 1) {
-        names[6] = "sum_dy_xhat";
-        names[7] = "sum_dy";
+        names[NBWD__BN_DGAMMA] = "sum_dy_xhat";
+        names[NBWD__BN_DBETA] = "sum_dy";
     }
-    names[0] = nbwd__x_name(p->form);
-    names[4] = nbwd__spread_name(p->form, 0);
+    names[NBWD__BN_X] = nbwd__x_name(p->form);
+    names[NBWD__BN_SPREAD] = nbwd__spread_name(p->form, 0);
     if ((a->diff_gamma == NULL) != (a->diff_beta == NULL))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set without args.%s: BatchNorm computes both or neither",
                           a->diff_gamma ? "diff_gamma" : "diff_beta", a->diff_gamma ? "diff_beta" : "diff_gamma");
@@ -3971,8 +3991,8 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
                           p->relu == NBWD_FUSE_RELU ? "NBWD_FUSE_RELU" : "NBWD_FUSE_ADD_RELU");
     /* the outputs' outer dims: NXC all but C; NCX (and gathered [N, C]) N
        and C around the dense plane */
-    for (t = 2; t <= 4; t += 2) {
-        if (!(t == 2 ? a->diff_src : a->diff_src_add)) continue;
+    for (t = NBWD__BN_DX; t <= NBWD__BN_DSA; t += NBWD__BN_DSA - NBWD__BN_DX) {
+        if (!(t == NBWD__BN_DX ? a->diff_src : a->diff_src_add)) continue;
         for (nod = 0, i = 0; i < (p->nxc && !p->gather ? p->rank - 1 : 2); ++i) {
             od[nod] = d->dims[i];
             os[nod] = p->st[t][i];
@@ -3980,45 +4000,48 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
         }
         if (!nbwd__no_self_overlap(nod, od, os, p->gather ? 1 : p->nxc ? p->C : p->S))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides make two elements of args.%s share an address",
-                              names[t == 2 ? 2 : 11], names[t == 2 ? 2 : 11]);
+                              names[t], names[t]);
     }
 
-    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta */
-    for (i = 0; i < 3; ++i)
-        sp[i] = nbwd__span_of(i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src, p->rank, d->dims, p->st[i], esz);
-    sp[3] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 1, &p->C, &p->mean_st,
-                          nbwd__esize(p->sdt));
-    sp[4] = nbwd__span_of(spread, 1, &p->C, &p->var_st, nbwd__esize(p->sdt));
+    sp[NBWD__BN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__BN_X], esz);
+    sp[NBWD__BN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__BN_DY], esz);
+    sp[NBWD__BN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__BN_DX], esz);
+    sp[NBWD__BN_DST] = nbwd__span_of(a->dst, p->rank, d->dims, p->st[NBWD__BN_DST], esz);
+    sp[NBWD__BN_DSA] = nbwd__span_of(a->diff_src_add, p->rank, d->dims, p->st[NBWD__BN_DSA], esz);
+    sp[NBWD__BN_MEAN] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 1, &p->C, &p->mean_st,
+                                      nbwd__esize(p->sdt));
+    sp[NBWD__BN_SPREAD] = nbwd__span_of(spread, 1, &p->C, &p->var_st, nbwd__esize(p->sdt));
     /* gamma is read only for diff_gamma/diff_beta: inputs not read are not checked */
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
-    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    out[2] = out[6] = out[7] = out[11] = 1;
+    sp[NBWD__BN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
+    sp[NBWD__BN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[NBWD__BN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
     {
         int64_t one = 1;
         int apply = sums && sums->phase == 2;
-        sp[8] = nbwd__span_of(apply ? sums->sum_dy_xhat : NULL, 1, &p->C, &one, 4);
-        sp[9] = nbwd__span_of(apply ? sums->sum_dy : NULL, 1, &p->C, &one, 4);
+        sp[NBWD__BN_SUM_DYX] = nbwd__span_of(apply ? sums->sum_dy_xhat : NULL, 1, &p->C, &one, 4);
+        sp[NBWD__BN_SUM_DY] = nbwd__span_of(apply ? sums->sum_dy : NULL, 1, &p->C, &one, 4);
     }
-    sp[10] = nbwd__span_of(a->dst, p->rank, d->dims, p->st[3], esz);
-    sp[11] = nbwd__span_of(a->diff_src_add, p->rank, d->dims, p->st[4], esz);
+    out[NBWD__BN_DX] = out[NBWD__BN_DSA] = out[NBWD__BN_DGAMMA] = out[NBWD__BN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
-    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
-    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
+    exact[NBWD__BN_DX][NBWD__BN_X] =
+        (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__BN_DX], x, p->st[NBWD__BN_X], p->rank, d->dims);
+    exact[NBWD__BN_DX][NBWD__BN_DY] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__BN_DX], a->diff_dst,
+                                                                      p->st[NBWD__BN_DY], p->rank, d->dims);
     /* dst and dy are read up front, into the masked dy, elementwise: that
        output may be either of them, and diff_src may be dst */
-    exact[2][10] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->dst, p->st[3], p->rank, d->dims);
-    exact[11][1] =
-        (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->diff_dst, p->st[1], p->rank, d->dims);
-    exact[11][10] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[4], a->dst, p->st[3], p->rank, d->dims);
-    if (a->diff_src_add && exact[11][10] && sums)
+    exact[NBWD__BN_DX][NBWD__BN_DST] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__BN_DX], a->dst,
+                                                                       p->st[NBWD__BN_DST], p->rank, d->dims);
+    exact[NBWD__BN_DSA][NBWD__BN_DY] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[NBWD__BN_DSA],
+                                                                       a->diff_dst, p->st[NBWD__BN_DY], p->rank, d->dims);
+    exact[NBWD__BN_DSA][NBWD__BN_DST] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[NBWD__BN_DSA], a->dst,
+                                                                        p->st[NBWD__BN_DST], p->rank, d->dims);
+    if (a->diff_src_add && exact[NBWD__BN_DSA][NBWD__BN_DST] && sums)
         return nbwd__fail(NBWD_ERR_BAD_ALIAS,
                           "args.diff_src_add is args.dst: not in the two-phase calls (reduce's diff_src_add would "
                           "replace the dst that apply masks with)");
-    return nbwd__check_alias(NBWD__MAX_SPANS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    return nbwd__check_alias(NBWD__BN_TENSORS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-NBWD__PLAN_CODE_END
 /* Channel c's sums are complete (partials[0..1]): coefficients and params.
    Global statistics: dx = dy * scale, through the training formula with
    mean_g = mean_gx = 0 and xhat's scale 0, so that x takes no part (short of
@@ -4053,8 +4076,8 @@ NBWD__INLINE nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, in
     pl.dt = p->dt;
     pl.n = p->S;
     pl.count = c1 - c0;
-    pl.x_step = p->st[0][1];
-    pl.dy_step = p->st[1][1];
+    pl.x_step = p->st[NBWD__BN_X][1];
+    pl.dy_step = p->st[NBWD__BN_DY][1];
     pl.xm = r->xm + c0;
     pl.xs = r->xs + c0;
     return pl;
@@ -4063,9 +4086,9 @@ NBWD__INLINE nbwd__planes nbwd__ncx_planes(const nbwd__bn_run *r, int64_t c0, in
 NBWD__INLINE void nbwd__ncx_seek(const nbwd__bn_run *r, nbwd__planes *pl, int64_t c0, int64_t n) {
     const nbwd__bn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
-    pl->x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-    pl->dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
-    if (pl->mg) pl->dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+    pl->x = r->x + (n * p->st[NBWD__BN_X][0] + c0 * p->st[NBWD__BN_X][1]) * esz;
+    pl->dy = r->dy + (n * p->st[NBWD__BN_DY][0] + c0 * p->st[NBWD__BN_DY][1]) * esz;
+    if (pl->mg) pl->dx = r->dx + (n * p->st[NBWD__BN_DX][0] + c0 * p->st[NBWD__BN_DX][1]) * esz;
 }
 
 /* NCX: channels [c0, c1), batch entries [k * n_per_chunk, ...): one partial
@@ -4094,7 +4117,7 @@ static void nbwd__bn_ncx_chunk(const nbwd__bn_run *r, int64_t c0, int64_t c1, in
    fenced). */
 static void nbwd__bn_ncx_apply(const nbwd__bn_run *r, int64_t c0, int64_t c1, int64_t n0, int64_t n1) {
     nbwd__planes pl = nbwd__ncx_planes(r, c0, c1);
-    pl.dx_step = r->p->st[2][1];
+    pl.dx_step = r->p->st[NBWD__BN_DX][1];
     pl.mg = r->mg + c0;
     pl.mgx = r->mgx + c0;
     pl.scale = r->scale + c0;
@@ -4186,13 +4209,13 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
         for (row = row0; row < end; row += batch.count) {
             batch.count = end - row < NBWD__TILE_ROWS ? end - row : NBWD__TILE_ROWS;
             for (i = 0; i < batch.count; ++i) batch.x_off[i] = batch.dy_off[i] = batch.dx_off[i] = i * w;
-            nbwd__tile_copy(xt, w, 1, r->x + (row * p->st[0][0] + c0 * p->st[0][1]) * esz, p->st[0][0], p->st[0][1],
+            nbwd__tile_copy(xt, w, 1, r->x + (row * p->st[NBWD__BN_X][0] + c0 * p->st[NBWD__BN_X][1]) * esz, p->st[NBWD__BN_X][0], p->st[NBWD__BN_X][1],
                             batch.count, w, esz);
-            nbwd__tile_copy(dyt, w, 1, r->dy + (row * p->st[1][0] + c0 * p->st[1][1]) * esz, p->st[1][0],
-                            p->st[1][1], batch.count, w, esz);
+            nbwd__tile_copy(dyt, w, 1, r->dy + (row * p->st[NBWD__BN_DY][0] + c0 * p->st[NBWD__BN_DY][1]) * esz, p->st[NBWD__BN_DY][0],
+                            p->st[NBWD__BN_DY][1], batch.count, w, esz);
             nbwd__run_bn_rows(r->k, &batch);
             if (apply)
-                nbwd__tile_copy(r->dx + (row * p->st[2][0] + c0 * p->st[2][1]) * esz, p->st[2][0], p->st[2][1], xt,
+                nbwd__tile_copy(r->dx + (row * p->st[NBWD__BN_DX][0] + c0 * p->st[NBWD__BN_DX][1]) * esz, p->st[NBWD__BN_DX][0], p->st[NBWD__BN_DX][1], xt,
                                 w, 1, batch.count, w, esz);
         }
     }
@@ -4202,9 +4225,8 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
    Rows go to the kernel in batches, as for LayerNorm. */
 static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     const nbwd__bn_plan *p = r->p;
-    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C, i;
+    int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, C = p->C;
     nbwd__rows batch;
-    nbwd__cursor cur;
     if (p->gather) {
         nbwd__bn_tiles(r, b, apply);
         return;
@@ -4224,22 +4246,11 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
         batch.chans.db = batch.chans.dg + C;
         memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
     }
-    nbwd__cursor_seek(&r->outer, &cur, row);
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        if (r->outer.nd == 1) { /* one (merged) outer dim */
-            for (i = 0; i < batch.count; ++i) {
-                batch.x_off[i] = (row + i) * r->outer.st[0][0];
-                batch.dy_off[i] = (row + i) * r->outer.st[1][0];
-                batch.dx_off[i] = (row + i) * r->outer.st[2][0];
-            }
-        } else {
-            for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
-                batch.x_off[i] = cur.off[0];
-                batch.dy_off[i] = cur.off[1];
-                batch.dx_off[i] = cur.off[2];
-            }
-        }
+        nbwd__row_offsets(&r->outer, NBWD__BN_X, row, batch.count, 0, batch.x_off);
+        nbwd__row_offsets(&r->outer, NBWD__BN_DY, row, batch.count, 0, batch.dy_off);
+        nbwd__row_offsets(&r->outer, NBWD__BN_DX, row, batch.count, 0, batch.dx_off);
         nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
@@ -4315,8 +4326,8 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
     nbwd__outer o;
     int threads, d;
     for (d = 0; d < p->rank; ++d) {
-        st[0][d] = p->st[1][d];
-        st[1][d] = p->st[3][d];
+        st[0][d] = p->st[NBWD__BN_DY][d];
+        st[1][d] = p->st[NBWD__BN_DST][d];
         st[2][d] = out_st[d];
     }
     /* every dim, merged where all three allow: the last is the rows' */
@@ -4336,18 +4347,17 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
                        nbwd__bn_mask_units(&o, inner, n, p->dt, r->dy, (const char *)dst, out, units * i / threads,
                                            units * (i + 1) / threads));
     r->dy = out;
-    for (d = 0; d < p->rank; ++d) p->st[1][d] = out_st[d];
+    for (d = 0; d < p->rank; ++d) p->st[NBWD__BN_DY][d] = out_st[d];
 }
 #undef NBWD__RELU_MASK
 #undef NBWD__MASK_PIECE
 #undef NBWD__MASK_SEG
 
-NBWD__PLAN_CODE_BEGIN
 /* What every BatchNorm call checks, on the CPU and the GPU: the descriptor,
    args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
    (reduce's takes its sums as dense f32 parameter outputs, overwritten);
    desc_par (optional): the descriptor's own parameter strides. */
-static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                      const nbwd__bn_sums *sums, nbwd__bn_plan *p, nbwd__params *desc_par) {
     nbwd_status s;
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
@@ -4375,7 +4385,7 @@ static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const
    every call), its pointers, no outputs of the plain call. On success a is
    the plain call's args with diff_gamma/diff_beta at the sums, and sums
    says so. */
-static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                         float *sum_dy, float *sum_dy_xhat, const int64_t *count, nbwd__bn_plan *p,
                                         nbwd_batch_norm_bwd_args *a, nbwd__bn_sums *sums) {
     nbwd_status s;
@@ -4396,7 +4406,7 @@ static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, co
     sums->phase = 1;
     return NBWD_OK;
 }
-static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_dy_xhat, int64_t count) {
+NBWD__PLAN_FN static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_dy_xhat, int64_t count) {
     nbwd__bn_sums sums;
     memset(&sums, 0, sizeof sums);
     sums.phase = 2;
@@ -4408,7 +4418,7 @@ static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_d
 
 /* sums: NULL, or the two-phase calls' (reduce: args carries its sums as
    diff_gamma/diff_beta, see nbwd_batch_norm_bwd_reduce) */
-static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                        void *workspace, size_t workspace_bytes, const nbwd__bn_sums *sums) {
     nbwd__bn_plan p;
     nbwd__bn_run r;
@@ -4425,7 +4435,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
        (elementwise, so diff_src may be dy or dst; not x, read after it):
        no workspace of the tensor's size to allocate and fault in */
     mask_in_dx = p.relu == NBWD_FUSE_RELU && args->diff_src &&
-                 !nbwd__same_view(args->diff_src, p.st[2], nbwd__x_of(p.form, args->src, args->xhat, NULL), p.st[0],
+                 !nbwd__same_view(args->diff_src, p.st[NBWD__BN_DX], nbwd__x_of(p.form, args->src, args->xhat, NULL), p.st[NBWD__BN_X],
                                   p.rank, desc->dims);
     /* diff_src_add alone (NBWD_FUSE_ADD_RELU) is the mask pass alone: no workspace */
     own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0;
@@ -4464,7 +4474,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                     : mask_in_dx                 ? (char *)args->diff_src
                                                  : ws + p.ws_masked;
         nbwd__strides(p.rank, desc->dims,
-                      p.relu == NBWD_FUSE_ADD_RELU ? p.st[4] : mask_in_dx ? p.st[2] : NULL, st);
+                      p.relu == NBWD_FUSE_ADD_RELU ? p.st[NBWD__BN_DSA] : mask_in_dx ? p.st[NBWD__BN_DX] : NULL, st);
         nbwd__bn_mask(&p, &r, desc->dims, args->dst, out, st, desc->num_threads);
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
@@ -4484,7 +4494,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                         &r.scale[c]);
         if (p.nxc) {
             int64_t b;
-            nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, 3, p.st);
+            nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, NBWD__BN_DX + 1, p.st); /* x, dy, dx */
             threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
             if (r.reduce) {
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
@@ -4521,7 +4531,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     return NBWD_OK;
 }
 
-static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_desc *desc,
                                   const nbwd_batch_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
                                   const nbwd__bn_sums *sums) {
     int verbose = nbwd__verbose();
@@ -4538,13 +4548,13 @@ static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_d
     }
     return s;
 }
-NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     return nbwd__bn_entry("nbwd_batch_norm_bwd", desc, args, workspace, workspace_bytes, NULL);
 }
 /* reduce is the plain call with diff_gamma/diff_beta pointed at the sums
    (dense f32, overwritten) and nothing else written. */
-NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
                                                 const nbwd_batch_norm_bwd_args *args, float *sum_dy,
                                                 float *sum_dy_xhat, int64_t *count, void *workspace,
                                                 size_t workspace_bytes) {
@@ -4560,7 +4570,7 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *
     if (s == NBWD_OK) *count = p.M;
     return s;
 }
-NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
                                                const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                const float *sum_dy_xhat, int64_t count, void *workspace,
                                                size_t workspace_bytes) {
@@ -4582,12 +4592,19 @@ NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *d
    NBWD__BN_CHUNK_ELEMS, NXC rows in fixed blocks) and added in a fixed
    order, so no bit depends on the thread count. */
 #define NBWD__GN_STAMP 0x474E4257u
-static int nbwd__finite(float v) { return (nbwd__f32_bits(v) & 0x7f800000u) != 0x7f800000u; }
+NBWD__PLAN_FN static int nbwd__finite(float v) { return (nbwd__f32_bits(v) & 0x7f800000u) != 0x7f800000u; }
+/* GroupNorm's tensors: the plan's strides st[] cover the data tensors
+   (the first NBWD__GN_DATA), the alias checks all of them. */
+enum {
+    NBWD__GN_X, NBWD__GN_DY, NBWD__GN_DX, /* st[] */
+    NBWD__GN_MEAN, NBWD__GN_SPREAD, NBWD__GN_GAMMA, NBWD__GN_DGAMMA, NBWD__GN_DBETA, NBWD__GN_BETA, NBWD__GN_TENSORS
+};
+#define NBWD__GN_DATA 3
 typedef struct nbwd__gn_plan {
     int rank, dt, sdt, pdt, form, accumulate, affine, nxc;
     float eps;
     int64_t N, C, G, Cg, S, K;       /* K = Cg * S, a set's elements */
-    int64_t st[3][NBWD_MAX_RANK];    /* x, dy, dx */
+    int64_t st[NBWD__GN_DATA][NBWD_MAX_RANK]; /* the data tensors' strides */
     int64_t mean_st[2], var_st[2];   /* [N, groups] */
     nbwd__params par;                /* gamma, beta, diff_gamma, diff_beta: [C] */
     int64_t piece, pieces;           /* NCX: a plane's pieces of up to `piece` elements */
@@ -4610,7 +4627,7 @@ typedef struct nbwd__gn_run {
     int want_dx, stream;
 } nbwd__gn_run;
 
-NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
+NBWD__PLAN_FN NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
                                             nbwd_layout layout, int64_t groups, float epsilon) {
     int d;
     if (!desc) return;
@@ -4624,8 +4641,8 @@ NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int 
     desc->init_stamp = NBWD__GN_STAMP;
 }
 
-static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__gn_plan *p) {
-    static const char *const tensor[3] = {"src", "diff_dst", "diff_src"};
+NBWD__PLAN_FN static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__gn_plan *p) {
+    static const char *const tensor[NBWD__GN_DATA] = {"src", "diff_dst", "diff_src"};
     nbwd_status s;
     int64_t lo, hi, total, sd[2];
     int t, r;
@@ -4662,8 +4679,8 @@ static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__g
     p->Cg = p->C / p->G;
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->K = p->Cg * p->S;
-    for (t = 0; t < 3; ++t) {
-        const int64_t *const given[3] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides};
+    for (t = 0; t < NBWD__GN_DATA; ++t) {
+        const int64_t *const given[NBWD__GN_DATA] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides};
         nbwd__strides(r, d->dims, given[t], p->st[t]);
         if (!nbwd__dense_block(d->dims, p->st[t], p->nxc ? r - 1 : 2, r))
             return nbwd__fail(NBWD_ERR_BAD_STRIDES, "desc.%s_strides: %s must be dense (row-major, inner stride 1)",
@@ -4702,7 +4719,7 @@ static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__g
     return NBWD_OK;
 }
 
-NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__gn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -4713,11 +4730,11 @@ NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bw
 
 /* gamma is read for diff_src, and in the DST_RSTD form for diff_gamma
    (xhat comes from dst through it) */
-static int nbwd__gn_reads_gamma(const nbwd__gn_plan *p, const nbwd_group_norm_bwd_args *a) {
+NBWD__PLAN_FN static int nbwd__gn_reads_gamma(const nbwd__gn_plan *p, const nbwd_group_norm_bwd_args *a) {
     return p->affine && (a->diff_src || (p->form == NBWD_STATS_DST_RSTD && a->diff_gamma));
 }
 
-static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const nbwd__gn_plan *p,
+NBWD__PLAN_FN static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const nbwd__gn_plan *p,
                                        const nbwd_group_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->N * p->S * p->C, od[NBWD_MAX_RANK], sd[2];
@@ -4728,10 +4745,10 @@ static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const 
     nbwd__span sp[NBWD__MAX_SPANS];
     int out[NBWD__MAX_SPANS] = {0}, i, nod;
     unsigned char exact[NBWD__MAX_SPANS][NBWD__MAX_SPANS];
-    const char *names[NBWD__MAX_SPANS] = {"src", "diff_dst", "diff_src", "mean", "variance", "gamma",
-                                          "diff_gamma", "diff_beta", "beta", "", "", ""};
-    names[0] = nbwd__x_name(p->form);
-    names[4] = nbwd__spread_name(p->form, 0);
+    const char *names[NBWD__GN_TENSORS] = {"src",   "diff_dst",   "diff_src",  "mean", "variance",
+                                           "gamma", "diff_gamma", "diff_beta", "beta"};
+    names[NBWD__GN_X] = nbwd__x_name(p->form);
+    names[NBWD__GN_SPREAD] = nbwd__spread_name(p->form, 0);
     if (!p->affine && (a->diff_gamma || a->diff_beta))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
                           a->diff_gamma ? "diff_gamma" : "diff_beta");
@@ -4748,33 +4765,35 @@ static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const 
         for (nod = 0, i = 0; i < (p->nxc ? p->rank - 1 : 2); ++i) od[nod++] = d->dims[i];
         {
             int64_t os[NBWD_MAX_RANK];
-            for (i = 0; i < nod; ++i) os[i] = p->st[2][i];
+            for (i = 0; i < nod; ++i) os[i] = p->st[NBWD__GN_DX][i];
             if (!nbwd__no_self_overlap(nod, od, os, p->nxc ? p->C : p->S))
                 return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                                   "desc.diff_src_strides make two elements of args.diff_src share an address");
         }
     }
-    /* spans: 0 x, 1 dy, 2 dx, 3 mean, 4 spread, 5 gamma, 6 dgamma, 7 dbeta, 8 beta */
-    for (i = 0; i < 3; ++i)
-        sp[i] = nbwd__span_of(i == 0 ? x : i == 1 ? a->diff_dst : a->diff_src, p->rank, d->dims, p->st[i], esz);
+    sp[NBWD__GN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__GN_X], esz);
+    sp[NBWD__GN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__GN_DY], esz);
+    sp[NBWD__GN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__GN_DX], esz);
     sd[0] = p->N; sd[1] = p->G;
-    sp[3] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, 2, sd, p->mean_st, sesz);
-    sp[4] = nbwd__span_of(spread, 2, sd, p->var_st, sesz);
-    sp[5] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
-    sp[6] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[7] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    sp[8] = nbwd__param_span(&p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL,
-                             p->pdt);
-    out[2] = out[6] = out[7] = 1;
+    sp[NBWD__GN_MEAN] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, 2, sd, p->mean_st, sesz);
+    sp[NBWD__GN_SPREAD] = nbwd__span_of(spread, 2, sd, p->var_st, sesz);
+    sp[NBWD__GN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
+    sp[NBWD__GN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    sp[NBWD__GN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    sp[NBWD__GN_BETA] = nbwd__param_span(
+        &p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
+    out[NBWD__GN_DX] = out[NBWD__GN_DGAMMA] = out[NBWD__GN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
-    exact[2][0] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], x, p->st[0], p->rank, d->dims);
-    exact[2][1] = (unsigned char)nbwd__same_view(a->diff_src, p->st[2], a->diff_dst, p->st[1], p->rank, d->dims);
-    return nbwd__check_alias(9, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
+    exact[NBWD__GN_DX][NBWD__GN_X] =
+        (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__GN_DX], x, p->st[NBWD__GN_X], p->rank, d->dims);
+    exact[NBWD__GN_DX][NBWD__GN_DY] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__GN_DX], a->diff_dst,
+                                                                      p->st[NBWD__GN_DY], p->rank, d->dims);
+    return nbwd__check_alias(NBWD__GN_TENSORS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
 /* NCX: pass 1 of planes [c0, c0 + count) of sample n over elements [e0,
    e0 + n_elems) of each, the sums (added) at sums, sums_step floats apart */
-static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count, int64_t e0,
+NBWD__PLAN_FN static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count, int64_t e0,
                                 int64_t n_elems, float *sums, int64_t sums_step) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
@@ -4783,10 +4802,10 @@ static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, in
     pl.dt = p->dt;
     pl.n = n_elems;
     pl.count = count;
-    pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1] + e0) * esz;
-    pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1] + e0) * esz;
-    pl.x_step = p->st[0][1];
-    pl.dy_step = p->st[1][1];
+    pl.x = r->x + (n * p->st[NBWD__GN_X][0] + c0 * p->st[NBWD__GN_X][1] + e0) * esz;
+    pl.dy = r->dy + (n * p->st[NBWD__GN_DY][0] + c0 * p->st[NBWD__GN_DY][1] + e0) * esz;
+    pl.x_step = p->st[NBWD__GN_X][1];
+    pl.dy_step = p->st[NBWD__GN_DY][1];
     pl.xm = r->xm + n * p->C + c0;
     pl.xs = r->xs + n * p->C + c0;
     pl.sums = sums;
@@ -4794,7 +4813,7 @@ static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, in
     nbwd__run_planes_reduce(r->k, &pl);
 }
 /* NCX: plane (n, c)'s piece k, into its own partial */
-static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
     const nbwd__gn_plan *p = r->p;
     int64_t plane = unit / p->pieces, k = unit % p->pieces, e0 = k * p->piece;
     float *part = r->partials + unit * 2;
@@ -4802,7 +4821,7 @@ static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
     nbwd__gn_ncx_reduce(r, plane / p->C, plane % p->C, 1, e0, p->S - e0 < p->piece ? p->S - e0 : p->piece, part, 2);
 }
 /* NCX: the sums of the planes of set (n, g) */
-static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, int from_partials) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, int from_partials) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, k, plane = n * p->C + g * p->Cg;
     float *sums = r->psum + plane * 2;
@@ -4821,7 +4840,7 @@ static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, i
     }
 }
 /* NCX, a plane of at most one piece: its sums, as a set's call gives them */
-static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
     float *sums = r->psum + plane * 2;
     sums[0] = sums[1] = 0.0f;
     nbwd__gn_ncx_reduce(r, plane / r->p->C, plane % r->p->C, 1, 0, r->p->S, sums, 2);
@@ -4837,7 +4856,7 @@ static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
    one), or a smaller |rstd * gamma| (rstd = 0 included) cannot be folded
    (0 returned): that (n, c) keeps g = dy * gamma, the row kernel's gain.
    write: fold, else only check. */
-static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
+NBWD__PLAN_FN static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
     float mg = r->mg[at], mgx = r->mgx[at], rstd = r->scale[at];
     float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge, afs = fs < 0.0f ? -fs : fs;
     if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || !nbwd__finite(mg)) &&
@@ -4855,7 +4874,7 @@ static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write)
    each plane's that allows it (see nbwd__gn_fold), NXC only marks them
    (folded after every set is done: with an odd one among them, its rows
    take a gain per (n, c), 1 for the folded) */
-static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
+NBWD__PLAN_FN static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, at = n * p->C + g * p->Cg;
     double sg = 0.0, sgx = 0.0;
@@ -4875,7 +4894,7 @@ static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
    kernel's gain: the plane as rows of NBWD__GN_ODD_ROW elements whose
    coefficients are all the plane's. Rare, so simple. */
 #define NBWD__GN_ODD_ROW 16
-static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c, e = 0, i;
     float co[6][NBWD__GN_ODD_ROW];
@@ -4885,9 +4904,9 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
         co[3][i] = r->mgx[at]; co[4][i] = r->scale[at]; co[5][i] = r->gain[c];
     }
     memset(&batch, 0, sizeof batch);
-    batch.x = r->x + (n * p->st[0][0] + c * p->st[0][1]) * esz;
-    batch.dy = r->dy + (n * p->st[1][0] + c * p->st[1][1]) * esz;
-    batch.dx = r->dx + (n * p->st[2][0] + c * p->st[2][1]) * esz;
+    batch.x = r->x + (n * p->st[NBWD__GN_X][0] + c * p->st[NBWD__GN_X][1]) * esz;
+    batch.dy = r->dy + (n * p->st[NBWD__GN_DY][0] + c * p->st[NBWD__GN_DY][1]) * esz;
+    batch.dx = r->dx + (n * p->st[NBWD__GN_DX][0] + c * p->st[NBWD__GN_DX][1]) * esz;
     batch.dt = p->dt;
     batch.chans.xm = co[0]; batch.chans.xs = co[1]; batch.chans.mg = co[2];
     batch.chans.mgx = co[3]; batch.chans.scale = co[4]; batch.chans.gain = co[5];
@@ -4901,16 +4920,16 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
 }
 /* NCX: dx of planes [c0, c0 + count) of sample n (not fenced): runs of
    planes through the plane kernel, the odd ones apart */
-static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0, run;
     nbwd__planes pl;
     memset(&pl, 0, sizeof pl);
     pl.dt = p->dt;
     pl.n = p->S;
-    pl.x_step = p->st[0][1];
-    pl.dy_step = p->st[1][1];
-    pl.dx_step = p->st[2][1];
+    pl.x_step = p->st[NBWD__GN_X][1];
+    pl.dy_step = p->st[NBWD__GN_DY][1];
+    pl.dx_step = p->st[NBWD__GN_DX][1];
     pl.stream = r->stream;
     while (count > 0) {
         if (r->odd[at] != 0.0f) {
@@ -4919,9 +4938,9 @@ static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int
         } else {
             for (run = 1; run < count && r->odd[at + run] == 0.0f; ++run) {}
             pl.count = run;
-            pl.x = r->x + (n * p->st[0][0] + c0 * p->st[0][1]) * esz;
-            pl.dy = r->dy + (n * p->st[1][0] + c0 * p->st[1][1]) * esz;
-            pl.dx = r->dx + (n * p->st[2][0] + c0 * p->st[2][1]) * esz;
+            pl.x = r->x + (n * p->st[NBWD__GN_X][0] + c0 * p->st[NBWD__GN_X][1]) * esz;
+            pl.dy = r->dy + (n * p->st[NBWD__GN_DY][0] + c0 * p->st[NBWD__GN_DY][1]) * esz;
+            pl.dx = r->dx + (n * p->st[NBWD__GN_DX][0] + c0 * p->st[NBWD__GN_DX][1]) * esz;
             pl.xm = r->xm + at; pl.xs = r->xs + at;
             pl.mg = r->mg + at; pl.mgx = r->mgx + at; pl.scale = r->scale + at;
             nbwd__run_planes_apply(r->k, &pl);
@@ -4930,7 +4949,7 @@ static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int
     }
 }
 /* NCX: a set on one thread, its dx written while its data is in cache */
-static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
     const nbwd__gn_plan *p = r->p;
     int64_t n = set / p->G, g = set % p->G;
     nbwd__gn_ncx_set_sums(r, n, g, 0);
@@ -4940,19 +4959,18 @@ static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
     if (r->stream) r->k->fence();
 }
 /* NCX with fewer sets than threads: dx of planes [first, last) */
-static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int64_t last) {
+NBWD__PLAN_FN static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int64_t last) {
     for (; first < last; ++first) nbwd__gn_ncx_apply(r, first / r->p->C, first % r->p->C, 1);
     if (r->stream) r->k->fence();
 }
 
 /* NXC: rows [b * rows_per_block, ...) of sample n: pass 1 into the block's
    partials (dg: sum dy * xhat, db: sum dy, C each), or dx */
-static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
+NBWD__PLAN_FN static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     const nbwd__gn_plan *p = r->p;
-    int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C, i;
+    int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
     nbwd__rows batch;
-    nbwd__cursor cur;
     if (end > p->S) end = p->S;
     memset(&batch, 0, sizeof batch);
     batch.x = r->x;
@@ -4969,20 +4987,17 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
         batch.chans.db = batch.chans.dg + C;
         memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
     }
-    nbwd__cursor_seek(&r->outer, &cur, row);
-    while (row < end) {
+    while (row < end) { /* (the outer dims: the spatial ones, of sample n) */
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        for (i = 0; i < batch.count; ++i, nbwd__cursor_next(&r->outer, &cur)) {
-            batch.x_off[i] = n * p->st[0][0] + cur.off[0];
-            batch.dy_off[i] = n * p->st[1][0] + cur.off[1];
-            batch.dx_off[i] = n * p->st[2][0] + cur.off[2];
-        }
+        nbwd__row_offsets(&r->outer, NBWD__GN_X, row, batch.count, n * p->st[NBWD__GN_X][0], batch.x_off);
+        nbwd__row_offsets(&r->outer, NBWD__GN_DY, row, batch.count, n * p->st[NBWD__GN_DY][0], batch.dy_off);
+        nbwd__row_offsets(&r->outer, NBWD__GN_DX, row, batch.count, n * p->st[NBWD__GN_DX][0], batch.dx_off);
         nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
 }
 /* NXC: sample n's block partials added in block order, into psum */
-static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
+NBWD__PLAN_FN static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
     const nbwd__gn_plan *p = r->p;
     int64_t b, c, C = p->C;
     float *first = r->partials + n * p->nblocks * 2 * C;
@@ -4993,7 +5008,7 @@ static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
     }
 }
 
-static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+NBWD__PLAN_FN static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
                                         void *workspace, size_t workspace_bytes) {
     nbwd__gn_plan p;
     nbwd__gn_run r;
@@ -5065,11 +5080,11 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     if (p.nxc) {
         int64_t units = p.N * p.nblocks;
         {
-            int64_t st3[3][NBWD_MAX_RANK];
+            int64_t st3[NBWD__GN_DATA][NBWD_MAX_RANK]; /* the spatial dims' strides */
             int t, d;
-            for (t = 0; t < 3; ++t)
+            for (t = 0; t < NBWD__GN_DATA; ++t)
                 for (d = 0; d + 2 < p.rank; ++d) st3[t][d] = p.st[t][d + 1];
-            nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, 3, st3);
+            nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, NBWD__GN_DATA, st3);
         }
         threads = nbwd__pick_threads(desc->num_threads, NC * p.S, units);
         NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 0));
@@ -5126,7 +5141,7 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     return NBWD_OK;
 }
 
-NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+NBWD__PLAN_FN NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     static const char entry[] = "nbwd_group_norm_bwd";
     int verbose = nbwd__verbose();
@@ -5144,7 +5159,6 @@ NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, c
     return s;
 }
 
-NBWD__PLAN_CODE_END
 
 #if defined(NBWD__GCC_NO_CONTRACT)
 #pragma GCC pop_options

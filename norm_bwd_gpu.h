@@ -873,7 +873,7 @@ __device__ __forceinline__ void nbwdg__group_sum2(float &a, float &b, int G, uns
 
 /* -------------------------------------------------------- LayerNorm */
 struct nbwdg__ln_k {
-    nbwd__outer o; /* rows: x, dy, dx, mean, spread, residual (NBWD__TX..TRES) */
+    nbwd__outer o; /* rows: x, dy, dx, mean, spread, residual (NBWD__LN_X..TRES) */
     const void *x, *dy, *mean, *spread;
     const void *gamma; /* NULL: 1 (no affine, or neither dx nor unscale reads it) */
     const void *beta;  /* unscale: the forward's bias (NULL: none) */
@@ -1028,11 +1028,11 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
             int64_t off[NBWD__MAX_T];
             float xm, xs, rstd, sg = 0.0f, sgx = 0.0f;
             nbwdg__offsets(p.o, row, off);
-            nbwdg__stats(p.form, p.sdt, p.eps, p.mean, off[NBWD__TMEAN], p.spread, off[NBWD__TVAR], xm, xs, rstd);
-            const typename TY::S *xr = (const typename TY::S *)p.x + off[NBWD__TX];
-            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[NBWD__TDY];
-            void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[NBWD__TDX]) : nullptr;
-            const void *resr = X && p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__TRES]) : nullptr;
+            nbwdg__stats(p.form, p.sdt, p.eps, p.mean, off[NBWD__LN_MEAN], p.spread, off[NBWD__LN_SPREAD], xm, xs, rstd);
+            const typename TY::S *xr = (const typename TY::S *)p.x + off[NBWD__LN_X];
+            const typename TY::S *dyr = (const typename TY::S *)p.dy + off[NBWD__LN_DY];
+            void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[NBWD__LN_DX]) : nullptr;
+            const void *resr = X && p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__LN_RES]) : nullptr;
             if constexpr (K > 0) {
                 nbwdg__vec<DT> cx[K], cy[K];
 #pragma unroll
@@ -1719,7 +1719,7 @@ static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, i
         k.res = args->diff_residual;
         /* no residual: its strides copy diff_src's, never keeping the outer
            dims from merging */
-        if (!k.res) memcpy(p.st[NBWD__TRES], p.st[NBWD__TDX], sizeof p.st[NBWD__TDX]);
+        if (!k.res) memcpy(p.st[NBWD__LN_RES], p.st[NBWD__LN_DX], sizeof p.st[NBWD__LN_DX]);
         nbwd__outer_init(&k.o, p.axis, desc->dims, NBWD__MAX_T, p.st);
         k.x = nbwd__x_of(p.form, args->src, args->xhat, args->dst);
         k.dy = args->diff_dst;
@@ -1737,9 +1737,9 @@ static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, i
         k.rows = p.rows; k.n = p.n; k.R = c.R; k.nblocks = c.nblocks;
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.eps = p.eps;
         k.want_dx = want_dx; k.want_pg = want_dg || want_db; k.G = c.G;
-        k.vec = p.n % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__TX, esz) &&
-                nbwdg__aligned(k.dy, &k.o, NBWD__TDY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__TDX, esz) &&
-                nbwdg__aligned(k.res, &k.o, NBWD__TRES, esz);
+        k.vec = p.n % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__LN_X, esz) &&
+                nbwdg__aligned(k.dy, &k.o, NBWD__LN_DY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__LN_DX, esz) &&
+                nbwdg__aligned(k.res, &k.o, NBWD__LN_RES, esz);
         k.gvec = k.gamma && p.n % c.V == 0 && (uintptr_t)k.gamma % 16 == 0;
         k.bvec = k.beta && p.n % c.V == 0 && (uintptr_t)k.beta % 16 == 0;
         if (c.NG > 1) {
@@ -1792,7 +1792,7 @@ static void nbwdg__bn_launch_apply(const nbwdg__bn_k &k, cudaStream_t st) {
 /* The fused ReLU: launches the masking kernel into args.diff_src_add
    (NBWD_FUSE_ADD_RELU, its strides) or the workspace's dense region
    (NBWD_FUSE_RELU), then points the kernels' dy there: *dy, and p's dy
-   strides (p.st[1]), which the caller's nbwd__outer_init and alignment
+   strides (p.st[NBWD__BN_DY]), which the caller's nbwd__outer_init and alignment
    checks then see. ws: the aligned workspace base. */
 static nbwd_status nbwdg__bn_mask(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                   nbwd__bn_plan &p, const nbwdg__bn_cfg &c, char *ws, cudaStream_t st,
@@ -1804,10 +1804,10 @@ static nbwd_status nbwdg__bn_mask(const nbwd_batch_norm_bwd_desc *desc, const nb
     int d;
     memset(&k, 0, sizeof k);
     k.out = add ? args->diff_src_add : (void *)(ws + c.off_mask - NBWDG__ALIGN);
-    nbwd__strides(p.rank, desc->dims, add ? p.st[4] : NULL, s3[2]);
+    nbwd__strides(p.rank, desc->dims, add ? p.st[NBWD__BN_DSA] : NULL, s3[2]);
     for (d = 0; d < p.rank; ++d) {
-        s3[0][d] = p.st[1][d];
-        s3[1][d] = p.st[3][d];
+        s3[0][d] = p.st[NBWD__BN_DY][d];
+        s3[1][d] = p.st[NBWD__BN_DST][d];
     }
     /* every dim an outer one: dims dense in all three merge (a dense
        problem is one flat index, no division) */
@@ -1820,7 +1820,7 @@ static nbwd_status nbwdg__bn_mask(const nbwd_batch_norm_bwd_desc *desc, const nb
     if (p.dt == NBWD_F32) nbwdg__bn_mask_kernel<uint32_t><<<grid, NBWDG__BN_THREADS, 0, st>>>(k);
     else nbwdg__bn_mask_kernel<uint16_t><<<grid, NBWDG__BN_THREADS, 0, st>>>(k);
     if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm ReLU kernel launch", e);
-    for (d = 0; d < p.rank; ++d) p.st[1][d] = s3[2][d];
+    for (d = 0; d < p.rank; ++d) p.st[NBWD__BN_DY][d] = s3[2][d];
     *dy = k.out;
     return NBWD_OK;
 }
@@ -1858,9 +1858,9 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         const int64_t esz = p.dt == NBWD_F32 ? 4 : 2;
         char *ws = nbwdg__ws_base(workspace);
         memset(&k, 0, sizeof k);
-        nbwd__outer_init(&k.o, nbwdg__bn_rows_alg(&p) ? p.rank - 1 : 2, desc->dims, 3, p.st);
+        nbwd__outer_init(&k.o, nbwdg__bn_rows_alg(&p) ? p.rank - 1 : 2, desc->dims, NBWD__BN_DX + 1, p.st);
         k.x = p.form == NBWD_STATS_XHAT_STD ? args->xhat : args->src;
-        k.dy = dy; /* diff_dst, or the fused ReLU's masked copy (p.st[1] its strides) */
+        k.dy = dy; /* diff_dst, or the fused ReLU's masked copy (p.st[NBWD__BN_DY] its strides) */
         k.dx = args->diff_src;
         k.mean = p.form == NBWD_STATS_XHAT_STD ? NULL : args->mean;
         k.spread = p.form == NBWD_STATS_MEAN_VARIANCE ? args->variance
@@ -1876,8 +1876,8 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.global_stats = p.global_stats;
         k.count = phase == 2 ? sums->count : p.M;
-        k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) && nbwdg__aligned(k.dy, &k.o, 1, esz) &&
-                nbwdg__aligned(k.dx, &k.o, 2, esz);
+        k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__BN_X, esz) && nbwdg__aligned(k.dy, &k.o, NBWD__BN_DY, esz) &&
+                nbwdg__aligned(k.dx, &k.o, NBWD__BN_DX, esz);
 
         nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);

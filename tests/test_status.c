@@ -1107,7 +1107,7 @@ static void bn_relu_two_phase_status(nbwd_layout L) {
     bn_msg(w, "desc.diff_src_add_strides");
     BN_RELU_REDUCE(AR); a.diff_src_add = sdy + 2;
     bn_reduce_expect(w = "reduce, diff_src_add overlapping sum_dy", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
-    bn_msg(w, "sum_dy shares bytes with args.diff_src_add");
+    bn_msg(w, "args.diff_src_add shares bytes with sum_dy");
     BN_RELU_REDUCE(AR); a.diff_src_add = (char *)g_ar[A_DST].base + 4;
     bn_reduce_expect(w = "reduce, diff_src_add = dst + 1 element", &d, &a, sdy, sdyx, &count, 0, NBWD_ERR_BAD_ALIAS);
     bn_msg(w, "args.diff_src_add shares bytes with args.dst");
