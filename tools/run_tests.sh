@@ -12,9 +12,11 @@
 #             check-packaging)
 #   mpi       examples/sync_batch_norm.c under mpirun -np 2 and 3 (make
 #             test-mpi: one check per run; skipped in one line without Open MPI)
-#   all       compile-cost (first: its timings want an idle machine), compile-check
-#             (its core matrix), check-isa, native and emulated with neon (if
-#             built) beside them on a second core, packaging, mpi
+#   all       the compile-cost gate (tools/compile_cost.sh --gate: peak compiler
+#             memory, .text and the largest function against the budget; no
+#             timing), compile-check (its core matrix), check-isa, native and
+#             emulated with neon (if built) beside them on a second core,
+#             packaging, mpi
 set -u
 B=${BUILD:-build}
 LOG=$B/test-logs
@@ -177,7 +179,7 @@ case "${1:-all}" in
     packaging) packaging ;;
     mpi) mpi ;;
     all)
-        run "compile-cost" tools/compile_cost.sh
+        run "compile-cost gate" tools/compile_cost.sh --gate
         MATRIX=core run "compile-check (core)" tools/compile_check.sh
         run "check-isa" tools/check_isa.sh
         # The AArch64 runs (qemu: one busy thread each, minutes in all) go
