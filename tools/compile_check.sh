@@ -1,8 +1,9 @@
 #!/bin/sh
 # compile_check.sh - the header must build warning-free (-Werror) as C99 and
 # C++11, with gcc and clang, at -O0 and -O2, with and without OpenMP, in a
-# program of two translation units (one holds the implementation), and the
-# README's example must compile and run exactly as written.
+# program of two translation units (one holds the implementation), as an
+# editor's main file (NORM_BWD_IDE), and the README's example must compile
+# and run exactly as written.
 #   MATRIX=full (the default; `make compile-check`, .ci/run): every build below
 #   MATRIX=core (`make test`): the builds named in is_core: each compiler in
 #     both languages, with and without OpenMP, -O0 once, NO_SIMD, AArch64
@@ -16,6 +17,7 @@ is_core() { # label
     case $1 in
         "gcc c99 -O2 -fopenmp"|"g++ c++11 -O2 "|"clang c99 -O2 "|"clang++ c++11 -O2 -fopenmp") return 0 ;;
         "gcc c99 -O0 "|"gcc c99 NO_SIMD"|"aarch64-linux-gnu-gcc c99 -O2 "|"README example: "*|"refused: "*) return 0 ;;
+        "editor: clang -fsyntax-only") return 0 ;;
     esac
     return 1
 }
@@ -93,6 +95,17 @@ check "refused: missing norm_bwd_simd.h" "mkdir -p \$JOB/h && cp norm_bwd.h \$JO
     grep -q 'norm_bwd_simd.h' \$JOB/err && grep -q 'NORM_BWD_NO_SIMD' \$JOB/err && \
     gcc -std=c99 $W -O2 -DNORM_BWD_NO_SIMD -I\$JOB/h -c tests/compile_two_tu_a.c -o \$JOB/a.o"
 
+# An editor that opens norm_bwd.h itself (its main file) reads the
+# implementation and the kernel template as live code: it must compile
+# warning-free so, the scalar kernels included; where it is only included,
+# NORM_BWD_IDE must change nothing.
+check "editor: gcc, norm_bwd.h as the main file" "gcc -std=c99 $W -O1 -x c -DNORM_BWD_IDE -c norm_bwd.h -o \$JOB/ide.o && \
+    nm \$JOB/ide.o | grep -q ' nbwd__ln_rows_f32_scalar' && nm \$JOB/ide.o | grep -q ' nbwd__ln_rows_16_avx2' && \
+    gcc -std=c99 $W -O1 -DNORM_BWD_IDE -I. -c tests/compile_two_tu_b.c -o \$JOB/b.o && \
+    ! nm \$JOB/b.o | grep -q ' T nbwd_layer_norm_bwd'"
+check "editor: clang -fsyntax-only" "clang -std=c99 $W -fsyntax-only -x c -D__CLANGD__ norm_bwd.h && \
+    clang++ -std=c++11 $W -fsyntax-only -x c++ -D__CLANGD__ norm_bwd.h"
+
 # The README example, as a user would: a folder with the two headers.
 ex=$B/readme_example
 rm -rf "$ex"; mkdir -p "$ex"
@@ -106,8 +119,8 @@ else
 fi
 wait
 # a renamed build must not drop out of the core set (or a build out of the matrix) unseen
-core_expected=11 full_expected=32
-command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && core_expected=12 full_expected=35
+core_expected=12 full_expected=34
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && core_expected=13 full_expected=37
 case $MATRIX in
     core) expected=$core_expected ;;
     rest) expected=$((full_expected - core_expected)) ;;
