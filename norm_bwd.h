@@ -405,6 +405,12 @@
      NORM_BWD_STREAM_BYTES      diff_src of at least this many bytes is written
                                 with non-temporal stores (default 8 MiB; not
                                 BatchNorm NCX planes under 1 KiB)
+     NORM_BWD_IDE               editors: where this file itself is the file
+                                parsed (clangd, Qt Creator, Eclipse, CLion
+                                and Visual Studio are recognised without it),
+                                the implementation and the kernel template
+                                read as live code; where it is included, no
+                                effect
      NORM_BWD_SIMD_EMULATE      tests only: avx2/avx512/neon spelled with SIMDe
                                 emulation, runnable on any x86 CPU when named
    Environment: NORM_BWD_ISA=scalar|sse|avx2|avx512|avx512_bf16|neon|neon_bf16
@@ -431,12 +437,11 @@
    f32 and bf16 data (f16: the scalar kernels), and, as Advanced SIMD always
    does there, flushes subnormal floats to zero and returns the default NaN
    (no payload): choose scalar where subnormals matter. The sse path runs
-   f32 data in SSE2 and hands bf16/f16 data to the scalar kernels (CPUs
-   without AVX2 seldom meet 16-bit
-   training data; its own 16-bit kernels cost a tenth of every build's
-   compile time). All give the same bf16 bits as their narrowing would
-   without special instructions (VCVTNEPS2BF16 flushes f32 denormals, so
-   vectors holding one, found by VFPCLASSPS, take the integer rounding); all
+   every data type in SSE2 (f16 conversions by F16C where the build enables
+   it, else in SSE2 integer code). All give the same bf16 bits as their
+   narrowing would without special instructions (VCVTNEPS2BF16 flushes f32
+   denormals, so vectors holding one, found by VFPCLASSPS, take the integer
+   rounding); all
    assume the default floating-point environment (nearest even, no FTZ/DAZ;
    32-bit Arm's neon: above).
    x86 kernels carry target attributes, so a plain `cc -O2` build holds them
@@ -445,9 +450,12 @@
    32-bit Arm NEON and VFPv4) and caches the
    choice. The bulk conversion helpers run on the chosen path too. Choose a
    path per call with desc.isa, per process with nbwd_force_isa(), or with
-   NORM_BWD_ISA. The kernels exist once, in the kernel template at the end
-   of this file, written over a data type and compiled per path twice (f32
-   data; bf16/f16 data) against a small vector layer (norm_bwd_simd.h); the
+   NORM_BWD_ISA. The kernels exist once, in the KERNEL TEMPLATE section of
+   this file, compiled per path against a small vector layer (operations
+   and facts: norm_bwd_simd.h) and, for what stores data, once per data
+   format (f32; bf16 and f16; bf16 by the path's bf16 instruction). Which
+   compiled kernel runs for an operation, path and data type is written out
+   in one table per path (KERNEL TABLES). The
    x86 paths compile with gcc, clang, clang-cl and MSVC, which needs no
    target attributes and gets no avx512_bf16 path (its branch is compiled
    by clang-cl posing as MSVC in `make test-ports`, not by MSVC itself).
@@ -1257,7 +1265,7 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
      NBWD__H_STREAM(p, h)                     16-bit data likewise (default: plain)
      NBWD__WIDEN_F16(h) NBWD__NARROW_F16(v)   f16 conversions, both or neither
                                               (without them: no f16 kernels; the
-                                              layer's table sends f16 elsewhere)
+                                               layer's table sends f16 elsewhere)
      NBWD__NARROW_BF16_INSN(v)                NARROW_BF16's bits by the layer's bf16
                                               instruction (with it: bf16i kernels)
      NBWD__V_NARROW2_BF16(p, v0, v1)          2 VW values to bf16 at p (one pack
@@ -1735,8 +1743,8 @@ NBWD__KFN void NBWD__KF(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0
    partial one (or none); the vectors that end by stream_end non-temporally
    (dx + i 64-byte aligned then). */
 NBWD__KFN void NBWD__KF(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
-                                         int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
-                                         int has_gamma, const float *keep) {
+                                          int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
+                                          int has_gamma, const float *keep) {
     for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
         NBWD__KF(nbwd__store_pair)(
             dx, i, dt,
@@ -1747,23 +1755,23 @@ NBWD__KFN void NBWD__KF(nbwd__apply_span)(const void *x, const void *dy, void *d
             i + 2 * NBWD__VW <= stream_end);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
         NBWD__KF(nbwd__store_data)(dx, i, NBWD__VW, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
-                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-                                  i + NBWD__VW <= stream_end);
+                                   NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
+                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
+                                   i + NBWD__VW <= stream_end);
     if (i < end) {
         int lanes = (int)(end - i);
         NBWD__KF(nbwd__store_data)(dx, i, lanes, dt,
-                                  NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
-                                                       NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
-                                  0);
+                                   NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
+                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
+                                   0);
     }
 }
 /* dx of one row; stream: its whole 64-byte lines non-temporally (not
    fenced), the rest with ordinary stores: up to the first whole line, then
    from there. */
 NBWD__KFN void NBWD__KF(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
-                                        const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
-                                        const float *keep, int stream) {
+                                         const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
+                                         const float *keep, int stream) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
     NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
@@ -1778,9 +1786,9 @@ NBWD__KFN void NBWD__KF(nbwd__apply_row)(const void *x, const void *dy, void *dx
    when its dx starts a line (else ordinary stores). keep (or NULL): row a's
    g and xhat, which row b's replace. */
 NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
-                                         const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
-                                         float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
-                                         int stream) {
+                                          const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
+                                          float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
+                                          int stream) {
     NBWD__K(nbwd__sums) s;
     int64_t i = 0, nt_begin = 0, nt_end = 0;
     /* prefetch 16-bit rows, and f32 rows on narrower paths from 4 KiB or out
@@ -1795,13 +1803,13 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
         NBWD__V g0 = NBWD__V_LOAD(cols.gamma + i), g1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW), dx0, dx1;
         int st = i + 2 * NBWD__VW <= nt_end;
         if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
-        if ((dt) != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
+        if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
-            NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL),
-                                      st);
+            NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt,
+                                       NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL), st);
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
             NBWD__KF(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
-                                      NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
+                                       NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
             continue;
         }
         /* row a's dx first: with keep, row b's g and xhat replace row a's;
@@ -1838,13 +1846,13 @@ NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd
                                     r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                  r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
-                                  r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
+                                   r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
+                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
     }
     i = r->count - 1;
     ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
     NBWD__KF(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
-                             n, &ca, cols, 1, keep, r->stream);
+                              n, &ca, cols, 1, keep, r->stream);
     if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
 }
 
@@ -1858,7 +1866,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     const int tail = (int)(n % NBWD__VW), last = tail ? tail : NBWD__VW; /* the last vector's lanes */
     /* bf16: whole vectors stored in pairs (see store_pair) */
-    const int paired = (dt) == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
+    const int paired = dt == NBWD_BF16 ? (tail ? nv - 1 : nv) & ~1 : 0;
     NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
@@ -1918,7 +1926,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
 #undef NBWD__LANES
 }
 NBWD__KFN void NBWD__KF(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
-                                           int lanes, int stream) {
+                                            int lanes, int stream) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
     NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
     NBWD__V out;
@@ -1989,7 +1997,7 @@ NBWD__KFN void NBWD__KF(nbwd__bn_narrow_body)(const nbwd__rows *r, int dt, const
                 NBWD__V xh =
                     NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt), vxm[v], vxs[v]);
                 NBWD__KF(nbwd__store_data)(dx, v * NBWD__VW, NBWD__LANES(v), dt,
-                                          NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
+                                           NBWD__DX_OF(vdy, xh, vmg[v], vmgx[v], vscale[v]), (v + 1) * NBWD__VW <= nt_end);
             }
         } else {
             NBWD__EACH_VEC(v) {
@@ -2017,7 +2025,7 @@ NBWD__KFN void NBWD__KF(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) 
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
         NBWD__KF(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
-                                 p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
+                                  p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
     }
 }
 
@@ -2032,7 +2040,7 @@ NBWD__KFN void NBWD__KF(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narr
 /* out = v + res over [i, end) in type dt; the whole vectors that end by
    stream_end non-temporally (out + i 64-byte aligned then) */
 NBWD__KFN void NBWD__KF(nbwd__add_span)(const float *v, const void *res, void *out, int dt, int64_t i, int64_t end,
-                                       int64_t stream_end) {
+                                        int64_t stream_end) {
     for (; i < end; i += NBWD__VW) {
         int lanes = end - i < NBWD__VW ? (int)(end - i) : NBWD__VW;
         NBWD__V s = NBWD__K(nbwd__load)(v + i, lanes);
@@ -2700,11 +2708,14 @@ static int nbwd__mul_ok(int64_t a, int64_t b, int64_t *out) { /* a, b >= 0 */
     return 1;
 }
 
-NBWD__PLAN_FN static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
-NBWD__PLAN_FN static const char *nbwd__dtype_name(int dt) {
+NBWD__PLAN_FN
+static int nbwd__dtype_ok(int dt) { return dt == NBWD_F32 || dt == NBWD_F16 || dt == NBWD_BF16; }
+NBWD__PLAN_FN
+static const char *nbwd__dtype_name(int dt) {
     return dt == NBWD_F32 ? "f32" : dt == NBWD_F16 ? "f16" : dt == NBWD_BF16 ? "bf16" : "?";
 }
-NBWD__PLAN_FN static const char *nbwd__form_name(int form) {
+NBWD__PLAN_FN
+static const char *nbwd__form_name(int form) {
     return form == NBWD_STATS_MEAN_VARIANCE ? "NBWD_STATS_MEAN_VARIANCE"
            : form == NBWD_STATS_MEAN_RSTD   ? "NBWD_STATS_MEAN_RSTD"
            : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
@@ -2713,16 +2724,19 @@ NBWD__PLAN_FN static const char *nbwd__form_name(int form) {
 }
 /* the statistics forms whose set mean is given (LayerNorm's mean forms; RMSNorm's mean
    is 0) */
-NBWD__PLAN_FN static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
+NBWD__PLAN_FN
+static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
 /* rms: RMSNorm's names for the forms */
-NBWD__PLAN_FN static const char *nbwd__form_name_of(int form, int rms) {
+NBWD__PLAN_FN
+static const char *nbwd__form_name_of(int form, int rms) {
     if (rms && form == NBWD_STATS_MEAN_SQUARE) return "NBWD_STATS_MEAN_SQUARE";
     if (rms && form == NBWD_STATS_RSTD) return "NBWD_STATS_RSTD";
     return nbwd__form_name(form);
 }
 
 /* Stats and params are f32, or the data type itself (see DATA TYPES). */
-NBWD__PLAN_FN static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     const char *name[3] = {"data_dtype", "stats_dtype", "param_dtype"};
     int v[3], i;
     v[0] = dt; v[1] = sdt; v[2] = pdt;
@@ -2739,7 +2753,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
 
 /* op: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
    GroupNorm, 0 LayerNorm and RMSNorm */
-NBWD__PLAN_FN static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
     const int batch_norm = op == 1;
     if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
@@ -2776,7 +2791,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__check_common(int form, unsigned flags, in
 /* Checks dims and returns the element count of dims [from, to). The limit
    applies to the product of the non-zero dims, so that a zero anywhere
    cannot hide a huge dimension (every sub-product stays bounded too). */
-NBWD__PLAN_FN static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__count(const int64_t *dims, int from, int to, int64_t *count) {
     int64_t nz = 1;
     int d, empty = 0;
     for (d = from; d < to; ++d) {
@@ -2792,7 +2808,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__count(const int64_t *dims, int from, int 
 }
 
 /* Given strides, or dense row-major ones over dims [0, rank). */
-NBWD__PLAN_FN static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, int64_t *out) {
+NBWD__PLAN_FN
+static void nbwd__strides(int rank, const int64_t *dims, const int64_t *given, int64_t *out) {
     int64_t s = 1;
     int d;
     for (d = rank - 1; d >= 0; --d) {
@@ -2802,7 +2819,8 @@ NBWD__PLAN_FN static void nbwd__strides(int rank, const int64_t *dims, const int
 }
 
 /* Is the block of dims [from, to) dense (row-major, unit inner stride)? */
-NBWD__PLAN_FN static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
+NBWD__PLAN_FN
+static int nbwd__dense_block(const int64_t *dims, const int64_t *st, int from, int to) {
     int64_t expect = 1;
     int d;
     for (d = to - 1; d >= from; --d) {
@@ -2813,7 +2831,8 @@ NBWD__PLAN_FN static int nbwd__dense_block(const int64_t *dims, const int64_t *s
 }
 
 /* Byte range [lo, hi) a tensor covers relative to its base; 0 on overflow. */
-NBWD__PLAN_FN static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t esz, int64_t *lo, int64_t *hi) {
+NBWD__PLAN_FN
+static int nbwd__extent(int rank, const int64_t *dims, const int64_t *st, size_t esz, int64_t *lo, int64_t *hi) {
     int64_t l = 0, h = 0, span;
     int d;
     *lo = *hi = 0;
@@ -2833,7 +2852,8 @@ NBWD__PLAN_FN static int nbwd__extent(int rank, const int64_t *dims, const int64
 
 /* No two elements of an output share an address: the outer dims, sorted by
    |stride|, each step over everything inside them (dense inner block). */
-NBWD__PLAN_FN static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
+NBWD__PLAN_FN
+static int nbwd__no_self_overlap(int n, const int64_t *dims, const int64_t *st, int64_t block) {
     int64_t sd[NBWD_MAX_RANK], ss[NBWD_MAX_RANK], span = block;
     int k = 0, i, j;
     if (block == 0) return 1; /* empty: no elements, and nbwd__extent did not check the strides */
@@ -2864,7 +2884,8 @@ typedef struct nbwd__span {
     int64_t esz, dims[NBWD_MAX_RANK], st[NBWD_MAX_RANK], reach[NBWD_MAX_RANK];
 } nbwd__span;
 /* rank, dims, st (elements): a layout whose extent check passed */
-NBWD__PLAN_FN static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
+NBWD__PLAN_FN
+static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
     nbwd__span s;
     int64_t lo, hi, reach;
     int d, i, j;
@@ -2892,10 +2913,12 @@ NBWD__PLAN_FN static nbwd__span nbwd__span_of(const void *p, int rank, const int
     }
     return s;
 }
-NBWD__PLAN_FN static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
+NBWD__PLAN_FN
+static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
     return a->lo < a->hi && b->lo < b->hi && a->lo < b->hi && b->lo < a->hi;
 }
-NBWD__PLAN_FN static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
+NBWD__PLAN_FN
+static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 /* Two tensors of layout s whose lowest elements are d bytes apart: does an
@@ -2903,7 +2926,8 @@ NBWD__PLAN_FN static int64_t nbwd__floor_div(int64_t a, int64_t b) { /* b > 0 */
    inside? A dim's slabs (its index fixed) reach no further than its stride
    (else the answer is a cautious yes), so at most two slabs of the other
    tensor meet each slab: those are followed inwards. */
-NBWD__PLAN_FN static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
+NBWD__PLAN_FN
+static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t d) {
     int64_t m, lo, hi, S, E;
     if (k == s->nd) return d > -s->esz && d < s->esz;
     S = s->st[k];
@@ -2921,7 +2945,8 @@ NBWD__PLAN_FN static int nbwd__layout_meets(const nbwd__span *s, int k, int64_t 
 /* Do a and b share a byte? Exactly where both have the same layout (one
    tensor interleaved with another, such as diff_gamma and diff_beta at p and
    p + 1 with stride 2); otherwise by their intervals. */
-NBWD__PLAN_FN static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
+NBWD__PLAN_FN
+static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span *b) {
     int d;
     if (!nbwd__overlap(a, b)) return 0;
     if (a->nd != b->nd || a->esz != b->esz) return 1;
@@ -2931,7 +2956,8 @@ NBWD__PLAN_FN static int nbwd__share_bytes(const nbwd__span *a, const nbwd__span
     return nbwd__layout_meets(a, 0, b->lo >= a->lo ? (int64_t)(b->lo - a->lo) : -(int64_t)(a->lo - b->lo));
 }
 /* The same tensor: same base and the same stride on every dim that matters. */
-NBWD__PLAN_FN static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
+NBWD__PLAN_FN
+static int nbwd__same_view(const void *p, const int64_t *st_p, const void *q, const int64_t *st_q, int rank,
                            const int64_t *dims) {
     int d;
     if (p != q) return 0;
@@ -2941,11 +2967,13 @@ NBWD__PLAN_FN static int nbwd__same_view(const void *p, const int64_t *st_p, con
 }
 
 /* "args." before a field of args; the two-phase calls' sums are parameters */
-NBWD__PLAN_FN static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
+NBWD__PLAN_FN
+static const char *nbwd__arg_prefix(const char *name) { return strncmp(name, "sum_", 4) ? "args." : ""; }
 /* Output spans vs the others. out[i] may equal an input j where exact[i][j]
    says the views are identical; any other overlap is an alias error. */
 #define NBWD__MAX_SPANS 12
-NBWD__PLAN_FN static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
+NBWD__PLAN_FN
+static nbwd_status nbwd__check_alias(int count, const nbwd__span *spans, const char *const *names,
                                      const int *is_output, const unsigned char exact[][NBWD__MAX_SPANS]) {
     int i, j;
     for (i = 0; i < count; ++i) {
@@ -3128,7 +3156,8 @@ static const char *nbwd__spread_name(int form, int rms) {
 
 /* The pieces common to the operations' pointer checks (rms: RMSNorm, which
    has no mean and calls its variance mean_square). */
-NBWD__PLAN_FN static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
+NBWD__PLAN_FN
+static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, const void *xhat, const void *dst,
                                           const void *mean, const void *variance, const void *rstd,
                                           const void *std_, int64_t data_elems, int64_t stat_elems) {
     const void *x = nbwd__x_of(form, src, xhat, dst), *spread = nbwd__spread_of(form, variance, rstd, std_);
@@ -3312,7 +3341,8 @@ NBWD_API void nbwd_rms_norm_bwd_desc_init(nbwd_rms_norm_bwd_desc *desc, int rank
 }
 
 /* rms: RMSNorm (its own stamp; the plan is LayerNorm's with mean 0) */
-NBWD__PLAN_FN static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms, nbwd__ln_plan *p) {
     nbwd_status s;
     int64_t axis, lo, hi;
     int t;
@@ -3409,7 +3439,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_de
     return NBWD_OK;
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc, int rms, size_t *bytes) {
     nbwd__ln_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -3417,14 +3448,17 @@ NBWD__PLAN_FN static nbwd_status nbwd__ln_workspace_size(const nbwd_layer_norm_b
     else if ((s = nbwd__ln_plan_desc(desc, rms, &p)) == NBWD_OK) *bytes = p.ws_bytes;
     return nbwd__finish(rms ? "nbwd_rms_norm_bwd_workspace_size" : "nbwd_layer_norm_bwd_workspace_size", s);
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_layer_norm_bwd_workspace_size(const nbwd_layer_norm_bwd_desc *desc, size_t *bytes) {
     return nbwd__ln_workspace_size(desc, 0, bytes);
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_rms_norm_bwd_workspace_size(const nbwd_rms_norm_bwd_desc *desc, size_t *bytes) {
     return nbwd__ln_workspace_size(desc, 1, bytes);
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
+NBWD__PLAN_FN
+static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const nbwd__ln_plan *p,
                                        const nbwd_layer_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->rows * p->n, outer_dims[NBWD_MAX_RANK];
@@ -3586,7 +3620,8 @@ static void nbwd__ln_lane(const nbwd__ln_run *r, int64_t lane, int64_t lanes) {
 
 /* rms: RMSNorm, its arguments in LayerNorm's struct (mean NULL, variance
    the mean square) */
-NBWD__PLAN_FN static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
+NBWD__PLAN_FN
+static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, int rms,
                                        const nbwd_layer_norm_bwd_args *args, void *workspace, size_t workspace_bytes) {
     nbwd__ln_plan p;
     nbwd__ln_run r;
@@ -3683,14 +3718,16 @@ NBWD__PLAN_FN static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_
 }
 
 /* NORM_BWD_VERBOSE=2: one line per call. */
-NBWD__PLAN_FN static void nbwd__dims_text(char *out, size_t bytes, int rank, const int64_t *dims) {
+NBWD__PLAN_FN
+static void nbwd__dims_text(char *out, size_t bytes, int rank, const int64_t *dims) {
     size_t at = 0;
     int d;
     out[0] = 0;
     for (d = 0; d < rank && d < NBWD_MAX_RANK && at + 24 < bytes; ++d)
         at += (size_t)snprintf(out + at, bytes - at, "%s%lld", d ? "x" : "", (long long)dims[d]);
 }
-NBWD__PLAN_FN static int nbwd__max_threads(int requested) {
+NBWD__PLAN_FN
+static int nbwd__max_threads(int requested) {
 #if defined(_OPENMP)
     return requested > 0 ? requested : omp_get_max_threads();
 #else
@@ -3698,7 +3735,8 @@ NBWD__PLAN_FN static int nbwd__max_threads(int requested) {
     return 1;
 #endif
 }
-NBWD__PLAN_FN static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
+NBWD__PLAN_FN
+static const char *nbwd__outputs_text(const void *dx, const void *dg, const void *db) {
     static const char *const text[8] = {"none",     "diff_src",           "diff_gamma",
                                         "diff_src,diff_gamma", "diff_beta", "diff_src,diff_beta",
                                         "diff_gamma,diff_beta", "diff_src,diff_gamma,diff_beta"};
@@ -3715,7 +3753,8 @@ typedef struct nbwd__call {
     const void *dx, *dg, *db;
     int have_args;
 } nbwd__call;
-NBWD__PLAN_FN static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) {
+NBWD__PLAN_FN
+static void nbwd__call_line(const nbwd__call *c, double seconds, nbwd_status s) {
     const nbwd__kernels *k = s == NBWD_OK ? nbwd__select(c->isa) : NULL;
     char shape[200];
     nbwd__dims_text(shape, sizeof shape, c->rank, c->dims);
@@ -3737,7 +3776,8 @@ NBWD__PLAN_FN static void nbwd__call_line(const nbwd__call *c, double seconds, n
 
 /* RMSNorm's arguments in LayerNorm's struct: no mean, the mean square as
    the variance. NULL stays NULL. */
-NBWD__PLAN_FN static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
+NBWD__PLAN_FN
+static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_rms_norm_bwd_args *a, nbwd_layer_norm_bwd_args *la) {
     if (!a) return NULL;
     memset(la, 0, sizeof *la);
     la->src = a->src; la->xhat = a->xhat; la->diff_dst = a->diff_dst;
@@ -3748,7 +3788,8 @@ NBWD__PLAN_FN static const nbwd_layer_norm_bwd_args *nbwd__rms_as_ln(const nbwd_
 }
 /* The LayerNorm and RMSNorm entry points: the call, its status and message,
    and NORM_BWD_VERBOSE=2's line. */
-NBWD__PLAN_FN static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
+NBWD__PLAN_FN
+static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
                                   void *workspace, size_t workspace_bytes) {
     int verbose = nbwd__verbose();
     double t0 = verbose >= 2 ? nbwd__now() : 0.0;
@@ -3768,11 +3809,13 @@ NBWD__PLAN_FN static nbwd_status nbwd__ln_entry(const nbwd_layer_norm_bwd_desc *
     }
     return s;
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, const nbwd_layer_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     return nbwd__ln_entry(desc, 0, args, workspace, workspace_bytes);
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_rms_norm_bwd(const nbwd_rms_norm_bwd_desc *desc, const nbwd_rms_norm_bwd_args *args,
                                        void *workspace, size_t workspace_bytes) {
     nbwd_layer_norm_bwd_args la;
     return nbwd__ln_entry(desc, 1, nbwd__rms_as_ln(args, &la), workspace, workspace_bytes);
@@ -3843,11 +3886,13 @@ NBWD_API void nbwd_batch_norm_bwd_desc_init(nbwd_batch_norm_bwd_desc *desc, int 
 
 /* Does tensor t (x, dy, dx, dst, diff_src_add) reach the kernels, and
    with it their stride rules? */
-NBWD__PLAN_FN static int nbwd__bn_kernel_tensor(int relu, int t) {
+NBWD__PLAN_FN
+static int nbwd__bn_kernel_tensor(int relu, int t) {
     return t == NBWD__BN_X || t == NBWD__BN_DX || (t == NBWD__BN_DY && !relu) ||
            (t == NBWD__BN_DSA && relu == NBWD_FUSE_ADD_RELU);
 }
-NBWD__PLAN_FN static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__bn_plan *p) {
     nbwd_status s;
     int64_t lo, hi, total;
     int t, r, nt;
@@ -3879,8 +3924,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_de
     nbwd__count(d->dims, p->nxc ? 1 : 2, p->nxc ? r - 1 : r, &p->S);
     p->M = p->N * p->S;
     for (t = 0; t < NBWD__BN_DATA; ++t) {
-        const int64_t *const given[NBWD__BN_DATA] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides, d->dst_strides,
-                                         d->diff_src_add_strides};
+        const int64_t *const given[NBWD__BN_DATA] = {d->src_strides, d->diff_dst_strides, d->diff_src_strides,
+                                                     d->dst_strides, d->diff_src_add_strides};
         nbwd__strides(r, d->dims, given[t], p->st[t]);
     }
     /* The fused ReLU's tensors take part only with its flag. Its masked dy
@@ -3939,7 +3984,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_de
     return NBWD_OK;
 }
 
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd_batch_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__bn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -3951,7 +3997,8 @@ NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_workspace_size(const nbwd
 /* sums: the two-phase calls (NULL: nbwd_batch_norm_bwd). reduce's sums
    arrive as a's diff_gamma/diff_beta (named for what they are); apply's are
    two more inputs that no output may overlap. */
-NBWD__PLAN_FN static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
+NBWD__PLAN_FN
+static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const nbwd__bn_plan *p,
                                        const nbwd_batch_norm_bwd_args *a, const nbwd__bn_sums *sums) {
     nbwd_status s;
     int64_t total = p->M * p->C, od[NBWD_MAX_RANK], os[NBWD_MAX_RANK];
@@ -4031,8 +4078,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_d
        output may be either of them, and diff_src may be dst */
     exact[NBWD__BN_DX][NBWD__BN_DST] = (unsigned char)nbwd__same_view(a->diff_src, p->st[NBWD__BN_DX], a->dst,
                                                                        p->st[NBWD__BN_DST], p->rank, d->dims);
-    exact[NBWD__BN_DSA][NBWD__BN_DY] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[NBWD__BN_DSA],
-                                                                       a->diff_dst, p->st[NBWD__BN_DY], p->rank, d->dims);
+    exact[NBWD__BN_DSA][NBWD__BN_DY] = (unsigned char)nbwd__same_view(
+        a->diff_src_add, p->st[NBWD__BN_DSA], a->diff_dst, p->st[NBWD__BN_DY], p->rank, d->dims);
     exact[NBWD__BN_DSA][NBWD__BN_DST] = (unsigned char)nbwd__same_view(a->diff_src_add, p->st[NBWD__BN_DSA], a->dst,
                                                                         p->st[NBWD__BN_DST], p->rank, d->dims);
     if (a->diff_src_add && exact[NBWD__BN_DSA][NBWD__BN_DST] && sums)
@@ -4191,6 +4238,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
     int64_t row0 = b * p->rows_per_block, end = row0 + p->rows_per_block, C = p->C, c0, row, i, w;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
     float xt[NBWD__TILE_ROWS * NBWD__TILE_CHANS], dyt[NBWD__TILE_ROWS * NBWD__TILE_CHANS]; /* 16-bit: half used */
+    const int64_t *sx = p->st[NBWD__BN_X], *sdy = p->st[NBWD__BN_DY], *sdx = p->st[NBWD__BN_DX];
     nbwd__rows batch;
     if (end > p->rows) end = p->rows;
     memset(&batch, 0, sizeof batch);
@@ -4209,14 +4257,12 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
         for (row = row0; row < end; row += batch.count) {
             batch.count = end - row < NBWD__TILE_ROWS ? end - row : NBWD__TILE_ROWS;
             for (i = 0; i < batch.count; ++i) batch.x_off[i] = batch.dy_off[i] = batch.dx_off[i] = i * w;
-            nbwd__tile_copy(xt, w, 1, r->x + (row * p->st[NBWD__BN_X][0] + c0 * p->st[NBWD__BN_X][1]) * esz, p->st[NBWD__BN_X][0], p->st[NBWD__BN_X][1],
-                            batch.count, w, esz);
-            nbwd__tile_copy(dyt, w, 1, r->dy + (row * p->st[NBWD__BN_DY][0] + c0 * p->st[NBWD__BN_DY][1]) * esz, p->st[NBWD__BN_DY][0],
-                            p->st[NBWD__BN_DY][1], batch.count, w, esz);
+            nbwd__tile_copy(xt, w, 1, r->x + (row * sx[0] + c0 * sx[1]) * esz, sx[0], sx[1], batch.count, w, esz);
+            nbwd__tile_copy(dyt, w, 1, r->dy + (row * sdy[0] + c0 * sdy[1]) * esz, sdy[0], sdy[1], batch.count, w, esz);
             nbwd__run_bn_rows(r->k, &batch);
             if (apply)
-                nbwd__tile_copy(r->dx + (row * p->st[NBWD__BN_DX][0] + c0 * p->st[NBWD__BN_DX][1]) * esz, p->st[NBWD__BN_DX][0], p->st[NBWD__BN_DX][1], xt,
-                                w, 1, batch.count, w, esz);
+                nbwd__tile_copy(r->dx + (row * sdx[0] + c0 * sdx[1]) * esz, sdx[0], sdx[1], xt, w, 1, batch.count, w,
+                                esz);
         }
     }
 }
@@ -4357,7 +4403,8 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
    args, the two-phase calls' sums (NULL: the plain call). p: the call's plan
    (reduce's takes its sums as dense f32 parameter outputs, overwritten);
    desc_par (optional): the descriptor's own parameter strides. */
-NBWD__PLAN_FN static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN
+static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                      const nbwd__bn_sums *sums, nbwd__bn_plan *p, nbwd__params *desc_par) {
     nbwd_status s;
     if ((s = nbwd__bn_plan_desc(desc, p)) != NBWD_OK) return s;
@@ -4385,7 +4432,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_validate(const nbwd_batch_norm_bwd_des
    every call), its pointers, no outputs of the plain call. On success a is
    the plain call's args with diff_gamma/diff_beta at the sums, and sums
    says so. */
-NBWD__PLAN_FN static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN
+static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                         float *sum_dy, float *sum_dy_xhat, const int64_t *count, nbwd__bn_plan *p,
                                         nbwd_batch_norm_bwd_args *a, nbwd__bn_sums *sums) {
     nbwd_status s;
@@ -4406,7 +4454,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_reduce_args(const nbwd_batch_norm_bwd_
     sums->phase = 1;
     return NBWD_OK;
 }
-NBWD__PLAN_FN static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_dy_xhat, int64_t count) {
+NBWD__PLAN_FN
+static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, const float *sum_dy_xhat, int64_t count) {
     nbwd__bn_sums sums;
     memset(&sums, 0, sizeof sums);
     sums.phase = 2;
@@ -4418,7 +4467,8 @@ NBWD__PLAN_FN static nbwd__bn_sums nbwd__bn_apply_sums(const float *sum_dy, cons
 
 /* sums: NULL, or the two-phase calls' (reduce: args carries its sums as
    diff_gamma/diff_beta, see nbwd_batch_norm_bwd_reduce) */
-NBWD__PLAN_FN static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN
+static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                        void *workspace, size_t workspace_bytes, const nbwd__bn_sums *sums) {
     nbwd__bn_plan p;
     nbwd__bn_run r;
@@ -4435,8 +4485,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_
        (elementwise, so diff_src may be dy or dst; not x, read after it):
        no workspace of the tensor's size to allocate and fault in */
     mask_in_dx = p.relu == NBWD_FUSE_RELU && args->diff_src &&
-                 !nbwd__same_view(args->diff_src, p.st[NBWD__BN_DX], nbwd__x_of(p.form, args->src, args->xhat, NULL), p.st[NBWD__BN_X],
-                                  p.rank, desc->dims);
+                 !nbwd__same_view(args->diff_src, p.st[NBWD__BN_DX], nbwd__x_of(p.form, args->src, args->xhat, NULL),
+                                  p.st[NBWD__BN_X], p.rank, desc->dims);
     /* diff_src_add alone (NBWD_FUSE_ADD_RELU) is the mask pass alone: no workspace */
     own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0;
     if (own && mask_in_dx) own = p.ws_masked + NBWD__WS_ALIGN;
@@ -4531,7 +4581,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_
     return NBWD_OK;
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN
+static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_batch_norm_bwd_desc *desc,
                                   const nbwd_batch_norm_bwd_args *args, void *workspace, size_t workspace_bytes,
                                   const nbwd__bn_sums *sums) {
     int verbose = nbwd__verbose();
@@ -4548,13 +4599,15 @@ NBWD__PLAN_FN static nbwd_status nbwd__bn_entry(const char *entry, const nbwd_ba
     }
     return s;
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, const nbwd_batch_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     return nbwd__bn_entry("nbwd_batch_norm_bwd", desc, args, workspace, workspace_bytes, NULL);
 }
 /* reduce is the plain call with diff_gamma/diff_beta pointed at the sums
    (dense f32, overwritten) and nothing else written. */
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_norm_bwd_desc *desc,
                                                 const nbwd_batch_norm_bwd_args *args, float *sum_dy,
                                                 float *sum_dy_xhat, int64_t *count, void *workspace,
                                                 size_t workspace_bytes) {
@@ -4570,7 +4623,8 @@ NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_reduce(const nbwd_batch_n
     if (s == NBWD_OK) *count = p.M;
     return s;
 }
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_norm_bwd_desc *desc,
                                                const nbwd_batch_norm_bwd_args *args, const float *sum_dy,
                                                const float *sum_dy_xhat, int64_t count, void *workspace,
                                                size_t workspace_bytes) {
@@ -4592,7 +4646,8 @@ NBWD__PLAN_FN NBWD_API nbwd_status nbwd_batch_norm_bwd_apply(const nbwd_batch_no
    NBWD__BN_CHUNK_ELEMS, NXC rows in fixed blocks) and added in a fixed
    order, so no bit depends on the thread count. */
 #define NBWD__GN_STAMP 0x474E4257u
-NBWD__PLAN_FN static int nbwd__finite(float v) { return (nbwd__f32_bits(v) & 0x7f800000u) != 0x7f800000u; }
+NBWD__PLAN_FN
+static int nbwd__finite(float v) { return (nbwd__f32_bits(v) & 0x7f800000u) != 0x7f800000u; }
 /* GroupNorm's tensors: the plan's strides st[] cover the data tensors
    (the first NBWD__GN_DATA), the alias checks all of them. */
 enum {
@@ -4627,7 +4682,8 @@ typedef struct nbwd__gn_run {
     int want_dx, stream;
 } nbwd__gn_run;
 
-NBWD__PLAN_FN NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
+NBWD__PLAN_FN
+NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_desc *desc, int rank, const int64_t *dims,
                                             nbwd_layout layout, int64_t groups, float epsilon) {
     int d;
     if (!desc) return;
@@ -4641,7 +4697,8 @@ NBWD__PLAN_FN NBWD_API void nbwd_group_norm_bwd_desc_init(nbwd_group_norm_bwd_de
     desc->init_stamp = NBWD__GN_STAMP;
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__gn_plan *p) {
+NBWD__PLAN_FN
+static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__gn_plan *p) {
     static const char *const tensor[NBWD__GN_DATA] = {"src", "diff_dst", "diff_src"};
     nbwd_status s;
     int64_t lo, hi, total, sd[2];
@@ -4719,7 +4776,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_de
     return NBWD_OK;
 }
 
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd_group_norm_bwd_desc *desc, size_t *bytes) {
     nbwd__gn_plan p;
     nbwd_status s;
     nbwd__msg[0] = 0;
@@ -4730,11 +4788,13 @@ NBWD__PLAN_FN NBWD_API nbwd_status nbwd_group_norm_bwd_workspace_size(const nbwd
 
 /* gamma is read for diff_src, and in the DST_RSTD form for diff_gamma
    (xhat comes from dst through it) */
-NBWD__PLAN_FN static int nbwd__gn_reads_gamma(const nbwd__gn_plan *p, const nbwd_group_norm_bwd_args *a) {
+NBWD__PLAN_FN
+static int nbwd__gn_reads_gamma(const nbwd__gn_plan *p, const nbwd_group_norm_bwd_args *a) {
     return p->affine && (a->diff_src || (p->form == NBWD_STATS_DST_RSTD && a->diff_gamma));
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const nbwd__gn_plan *p,
+NBWD__PLAN_FN
+static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const nbwd__gn_plan *p,
                                        const nbwd_group_norm_bwd_args *a) {
     nbwd_status s;
     int64_t total = p->N * p->S * p->C, od[NBWD_MAX_RANK], sd[2];
@@ -4793,7 +4853,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_d
 
 /* NCX: pass 1 of planes [c0, c0 + count) of sample n over elements [e0,
    e0 + n_elems) of each, the sums (added) at sums, sums_step floats apart */
-NBWD__PLAN_FN static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count, int64_t e0,
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count, int64_t e0,
                                 int64_t n_elems, float *sums, int64_t sums_step) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
@@ -4813,7 +4874,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_reduce(const nbwd__gn_run *r, int64_t n, 
     nbwd__run_planes_reduce(r->k, &pl);
 }
 /* NCX: plane (n, c)'s piece k, into its own partial */
-NBWD__PLAN_FN static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit) {
     const nbwd__gn_plan *p = r->p;
     int64_t plane = unit / p->pieces, k = unit % p->pieces, e0 = k * p->piece;
     float *part = r->partials + unit * 2;
@@ -4821,7 +4883,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_piece(const nbwd__gn_run *r, int64_t unit
     nbwd__gn_ncx_reduce(r, plane / p->C, plane % p->C, 1, e0, p->S - e0 < p->piece ? p->S - e0 : p->piece, part, 2);
 }
 /* NCX: the sums of the planes of set (n, g) */
-NBWD__PLAN_FN static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, int from_partials) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n, int64_t g, int from_partials) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, k, plane = n * p->C + g * p->Cg;
     float *sums = r->psum + plane * 2;
@@ -4840,7 +4903,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_set_sums(const nbwd__gn_run *r, int64_t n
     }
 }
 /* NCX, a plane of at most one piece: its sums, as a set's call gives them */
-NBWD__PLAN_FN static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t plane) {
     float *sums = r->psum + plane * 2;
     sums[0] = sums[1] = 0.0f;
     nbwd__gn_ncx_reduce(r, plane / r->p->C, plane % r->p->C, 1, 0, r->p->S, sums, 2);
@@ -4856,7 +4920,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_plane_sums(const nbwd__gn_run *r, int64_t
    one), or a smaller |rstd * gamma| (rstd = 0 included) cannot be folded
    (0 returned): that (n, c) keeps g = dy * gamma, the row kernel's gain.
    write: fold, else only check. */
-NBWD__PLAN_FN static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
+NBWD__PLAN_FN
+static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write) {
     float mg = r->mg[at], mgx = r->mgx[at], rstd = r->scale[at];
     float fm = mg / ge, fmx = mgx / ge, fs = rstd * ge, age = ge < 0.0f ? -ge : ge, afs = fs < 0.0f ? -fs : fs;
     if (!(age >= 1.17549435e-38f && age <= 3.40282347e38f && (nbwd__finite(fm) || !nbwd__finite(mg)) &&
@@ -4874,7 +4939,8 @@ NBWD__PLAN_FN static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float 
    each plane's that allows it (see nbwd__gn_fold), NXC only marks them
    (folded after every set is done: with an odd one among them, its rows
    take a gain per (n, c), 1 for the folded) */
-NBWD__PLAN_FN static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
+NBWD__PLAN_FN
+static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
     const nbwd__gn_plan *p = r->p;
     int64_t c, at = n * p->C + g * p->Cg;
     double sg = 0.0, sgx = 0.0;
@@ -4894,7 +4960,8 @@ NBWD__PLAN_FN static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, 
    kernel's gain: the plane as rows of NBWD__GN_ODD_ROW elements whose
    coefficients are all the plane's. Rare, so simple. */
 #define NBWD__GN_ODD_ROW 16
-NBWD__PLAN_FN static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c, e = 0, i;
     float co[6][NBWD__GN_ODD_ROW];
@@ -4920,7 +4987,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t 
 }
 /* NCX: dx of planes [c0, c0 + count) of sample n (not fenced): runs of
    planes through the plane kernel, the odd ones apart */
-NBWD__PLAN_FN static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, int64_t c0, int64_t count) {
     const nbwd__gn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt), at = n * p->C + c0, run;
     nbwd__planes pl;
@@ -4949,7 +5017,8 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_apply(const nbwd__gn_run *r, int64_t n, i
     }
 }
 /* NCX: a set on one thread, its dx written while its data is in cache */
-NBWD__PLAN_FN static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
     const nbwd__gn_plan *p = r->p;
     int64_t n = set / p->G, g = set % p->G;
     nbwd__gn_ncx_set_sums(r, n, g, 0);
@@ -4959,14 +5028,16 @@ NBWD__PLAN_FN static void nbwd__gn_ncx_set(const nbwd__gn_run *r, int64_t set) {
     if (r->stream) r->k->fence();
 }
 /* NCX with fewer sets than threads: dx of planes [first, last) */
-NBWD__PLAN_FN static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int64_t last) {
+NBWD__PLAN_FN
+static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int64_t last) {
     for (; first < last; ++first) nbwd__gn_ncx_apply(r, first / r->p->C, first % r->p->C, 1);
     if (r->stream) r->k->fence();
 }
 
 /* NXC: rows [b * rows_per_block, ...) of sample n: pass 1 into the block's
    partials (dg: sum dy * xhat, db: sum dy, C each), or dx */
-NBWD__PLAN_FN static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
+NBWD__PLAN_FN
+static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     const nbwd__gn_plan *p = r->p;
     int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
@@ -4997,7 +5068,8 @@ NBWD__PLAN_FN static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit
     }
 }
 /* NXC: sample n's block partials added in block order, into psum */
-NBWD__PLAN_FN static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
+NBWD__PLAN_FN
+static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
     const nbwd__gn_plan *p = r->p;
     int64_t b, c, C = p->C;
     float *first = r->partials + n * p->nblocks * 2 * C;
@@ -5008,7 +5080,8 @@ NBWD__PLAN_FN static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_
     }
 }
 
-NBWD__PLAN_FN static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+NBWD__PLAN_FN
+static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
                                         void *workspace, size_t workspace_bytes) {
     nbwd__gn_plan p;
     nbwd__gn_run r;
@@ -5141,7 +5214,8 @@ NBWD__PLAN_FN static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_
     return NBWD_OK;
 }
 
-NBWD__PLAN_FN NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
+NBWD__PLAN_FN
+NBWD_API nbwd_status nbwd_group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
                                          void *workspace, size_t workspace_bytes) {
     static const char entry[] = "nbwd_group_norm_bwd";
     int verbose = nbwd__verbose();

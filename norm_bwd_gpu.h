@@ -1876,8 +1876,8 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.global_stats = p.global_stats;
         k.count = phase == 2 ? sums->count : p.M;
-        k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__BN_X, esz) && nbwdg__aligned(k.dy, &k.o, NBWD__BN_DY, esz) &&
-                nbwdg__aligned(k.dx, &k.o, NBWD__BN_DX, esz);
+        k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__BN_X, esz) &&
+                nbwdg__aligned(k.dy, &k.o, NBWD__BN_DY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__BN_DX, esz);
 
         nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
