@@ -49,13 +49,29 @@ bench:
 
 # A/B of the working tree against a git revision (default HEAD), in one
 # process (bench/ab.c): `make bench-ab` first compares the bytes of every
-# output over a broad sweep on every path both builds run (also built with a
-# 16 KiB non-temporal threshold, so the streaming stores are compared too;
-# differences are reported, per path and dtype, and the target goes on),
-# then runs AB_ARGS (default: the LayerNorm shapes, one thread, interleaved).
+# output (and status) over a broad sweep on every path both builds run:
+# LayerNorm and RMSNorm (every form, DST_RSTD and gamma_offset, the residual,
+# strides), BatchNorm (frozen statistics, fused ReLU and add + ReLU, reduce +
+# apply, strides, the [N, C] tiles), GroupNorm/InstanceNorm (NCX, NXC, groups
+# 1, 2, C/2, C, every form) and the bulk conversions per path; what the old
+# revision lacks is skipped and counted. Differences are reported per path
+# and dtype and per kind, and the target goes on. AB_BUILD picks the builds
+# compared (tools/ab_ports.sh; default native):
+#   native   this CPU's paths; also with a 16 KiB non-temporal threshold, so
+#            the streaming stores are compared too
+#   emu      NORM_BWD_SIMD_EMULATE: avx2, avx512, avx512_bf16 and neon
+#            through SIMDe on any x86 (also with the 16 KiB threshold)
+#   aarch64  qemu-aarch64, cpu max: scalar, sse (SIMDe), neon, neon_bf16
+#   armhf    qemu-arm: scalar, neon
+#   all      the four (the qemu builds take a quicker sweep; missing cross
+#            tools are installed as root, else skipped in one line)
+# With native among them it then runs AB_ARGS (default: the LayerNorm shapes,
+# one thread, interleaved).
 #   make bench-ab AB_OLD=HEAD~3 AB_ARGS='time --isa avx2 --dtype bf16'
+#   make bench-ab AB_OLD=HEAD~3 AB_BUILD='native emu aarch64 armhf'
 AB_OLD ?= HEAD
 AB_ARGS ?= time
+AB_BUILD ?= native
 AB_OUT = $(BUILD)/ab
 AB_CFLAGS = -std=c99 -O2 -fopenmp -fPIC -shared
 
@@ -63,11 +79,7 @@ AB_CFLAGS = -std=c99 -O2 -fopenmp -fPIC -shared
 bench-ab:
 	@mkdir -p $(AB_OUT)/old
 	@git show $(AB_OLD):norm_bwd.h > $(AB_OUT)/old/norm_bwd.h && git show $(AB_OLD):norm_bwd_simd.h > $(AB_OUT)/old/norm_bwd_simd.h
-	$(CC) $(AB_CFLAGS) -I$(AB_OUT)/old bench/ab_lib.c -o $(AB_OUT)/old.so
-	$(CC) $(AB_CFLAGS) -I. bench/ab_lib.c -o $(AB_OUT)/new.so
-	$(CC) $(AB_CFLAGS) -DNORM_BWD_STREAM_BYTES=16384 -I$(AB_OUT)/old bench/ab_lib.c -o $(AB_OUT)/old_nt.so
-	$(CC) $(AB_CFLAGS) -DNORM_BWD_STREAM_BYTES=16384 -I. bench/ab_lib.c -o $(AB_OUT)/new_nt.so
-	$(CC) -std=c99 -O2 -Wall -Wextra -I. bench/ab.c -o $(AB_OUT)/nbwd_ab -ldl -lm
-	-$(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so compare
-	-$(AB_OUT)/nbwd_ab $(AB_OUT)/old_nt.so $(AB_OUT)/new_nt.so compare
-	$(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so $(AB_ARGS)
+	-@CC="$(CC)" AB_OUT="$(AB_OUT)" AB_OLD_DIR="$(AB_OUT)/old" AB_CFLAGS="$(AB_CFLAGS)" sh tools/ab_ports.sh $(AB_BUILD)
+	@case " $(AB_BUILD) " in *" native "*|*" all "*) \
+	    echo "$(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so $(AB_ARGS)"; \
+	    $(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so $(AB_ARGS);; esac

@@ -754,7 +754,7 @@ static void sweep_rows(const lib *a, const lib *b, int isa, int quick) {
                                      65, 71, 96, 100, 127, 128, 129, 255, 256, 300, 511, 767, 768, 1000, 1023,
                                      1024, 1025, 1100, 2048, 3001, 4100};
     static const int64_t rows_list[] = {1, 2, 3, 7, 64, 65, 130};
-    static const int64_t quick_widths[] = {1, 3, 8, 15, 17, 33, 64, 100, 129, 768, 1025, 3001};
+    static const int64_t quick_widths[] = {1, 2, 3, 5, 8, 15, 16, 17, 31, 33, 48, 64, 65, 100, 129, 256, 768, 1025, 3001};
     static const int64_t quick_rows[] = {1, 3, 65};
     const int64_t *W = quick ? quick_widths : widths, *R = quick ? quick_rows : rows_list;
     int nw = quick ? (int)(sizeof quick_widths / sizeof quick_widths[0]) : (int)(sizeof widths / sizeof widths[0]);
