@@ -62,7 +62,10 @@
    What an older build lacks (RMSNorm, GroupNorm, the two-phase calls,
    nbwd_force_isa: dlsym; DST_RSTD, the residual, gamma_offset, the
    BatchNorm flags: a small probe call) is left out of the sweep and the
-   skipped cases are counted per kind. The report: per path a line with its
+   skipped cases are counted per kind. This file's structs are the working
+   tree's: fields a call does not use are left as the old desc_init set
+   them, and strided BatchNorm cases need the descriptor layout of the fused
+   ReLU's commit (926a42c, which added dst_strides in the middle). The report: per path a line with its
    cases and time, per (path, dtype) and per kind the cases that differ (a
    DIFF line each, the first 40), the cases both builds refused (which test
    nothing), and last "N cases, N differ".
@@ -93,12 +96,13 @@ enum {
     F_RELU = 1 << 7,
     F_ADD_RELU = 1 << 8,
     F_FORCE_ISA = 1 << 9,
-    F_COUNT = 10
+    F_BN_LAYOUT = 1 << 10, /* the BatchNorm descriptor with dst_strides (926a42c): strided BatchNorm */
+    F_COUNT = 11
 };
 static const char *const feature_names[F_COUNT] = {
     "RMSNorm", "GroupNorm", "the two-phase BatchNorm (reduce/apply)", "the residual gradient",
     "NBWD_STATS_DST_RSTD", "gamma_offset", "NBWD_USE_GLOBAL_STATS", "NBWD_FUSE_RELU", "NBWD_FUSE_ADD_RELU",
-    "nbwd_force_isa"};
+    "nbwd_force_isa", "BatchNorm's descriptor with dst_strides (strided BatchNorm cases need its layout)"};
 
 typedef struct lib {
     void *h;
@@ -262,6 +266,7 @@ static unsigned needs(const problem *p) {
     if (p->flags & NBWD_USE_GLOBAL_STATS) f |= F_FROZEN;
     if (p->flags & NBWD_FUSE_RELU) f |= F_RELU;
     if (p->flags & NBWD_FUSE_ADD_RELU) f |= F_ADD_RELU;
+    if ((p->op == OP_BN || p->op == OP_BN2) && p->strided) f |= F_BN_LAYOUT;
     return f;
 }
 static int kind_of(const problem *p) {
@@ -475,6 +480,15 @@ static void free_buffers(buffers *b) {
 static void *B_(const buffers *b, int t) { return b->t[t].base; }
 static const int64_t *S_(const buffers *b, int t) { return b->t[t].has_st ? b->t[t].st : NULL; }
 
+/* A stride field is written only where the case has strides: an older
+   BatchNorm descriptor (before dst_strides, 926a42c) has its fields at
+   other offsets, and a NULL written by this header's names would land on
+   its init_stamp. */
+#define AB_SET(f, v)                                                                                      \
+    do {                                                                                                  \
+        const int64_t *v_ = (v);                                                                          \
+        if (v_) (f) = v_;                                                                                 \
+    } while (0)
 /* The descriptor fields all operations share. */
 #define AB_DESC_COMMON(d, p)                                                                              \
     do {                                                                                                  \
@@ -482,10 +496,10 @@ static const int64_t *S_(const buffers *b, int t) { return b->t[t].has_st ? b->t
         (d).param_dtype = (nbwd_dtype)(p)->pdt; (d).stats_form = (nbwd_stats_form)(p)->form;               \
         (d).flags = ((p)->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0) | (p)->flags;                      \
         (d).num_threads = (p)->threads; (d).isa = (nbwd_isa)(p)->isa;                                     \
-        (d).src_strides = S_(b, T_X); (d).diff_dst_strides = S_(b, T_DY);                                 \
-        (d).diff_src_strides = S_(b, T_DX); (d).mean_strides = S_(b, T_MEAN);                             \
-        (d).var_strides = S_(b, T_VAR); (d).gamma_strides = S_(b, T_GAMMA);                               \
-        (d).diff_gamma_strides = S_(b, T_DG); (d).diff_beta_strides = S_(b, T_DB);                        \
+        AB_SET((d).src_strides, S_(b, T_X)); AB_SET((d).diff_dst_strides, S_(b, T_DY));                   \
+        AB_SET((d).diff_src_strides, S_(b, T_DX)); AB_SET((d).mean_strides, S_(b, T_MEAN));               \
+        AB_SET((d).var_strides, S_(b, T_VAR)); AB_SET((d).gamma_strides, S_(b, T_GAMMA));                 \
+        AB_SET((d).diff_gamma_strides, S_(b, T_DG)); AB_SET((d).diff_beta_strides, S_(b, T_DB));          \
     } while (0)
 /* The LayerNorm / GroupNorm statistics of the problem's form. */
 #define AB_ARGS_STATS(a, p, b)                                                                            \
@@ -502,10 +516,10 @@ static const int64_t *S_(const buffers *b, int t) { return b->t[t].has_st ? b->t
         (d).begin_norm_axis = (p)->axis;                                                                  \
         (d).use_affine = (p)->affine;                                                                     \
         AB_DESC_COMMON(d, p);                                                                             \
-        if ((p)->form == NBWD_STATS_DST_RSTD) (d).beta_strides = S_(b, T_BETA);                           \
+        if ((p)->form == NBWD_STATS_DST_RSTD) AB_SET((d).beta_strides, S_(b, T_BETA));                    \
         if ((p)->gamma_offset != 0.0f) (d).gamma_offset = (p)->gamma_offset;                              \
-        if ((p)->res == 1) (d).diff_residual_strides = S_(b, T_RES);                                      \
-        if ((p)->res == 2) (d).diff_residual_strides = S_(b, T_DX);                                       \
+        if ((p)->res == 1) AB_SET((d).diff_residual_strides, S_(b, T_RES));                               \
+        if ((p)->res == 2) AB_SET((d).diff_residual_strides, S_(b, T_DX));                                \
     } while (0)
 #define AB_ROWS_ARGS(a, p, b)                                                                             \
     do {                                                                                                  \
@@ -532,8 +546,8 @@ static void bn_desc_args(const lib *l, const problem *p, const buffers *b, nbwd_
     a->gamma = p->affine ? B_(b, T_GAMMA) : NULL;
     a->diff_src = p->want_dx ? B_(b, T_DX) : NULL;
     if (p->want_dg) { a->diff_gamma = B_(b, T_DG); a->diff_beta = B_(b, T_DB); }
-    if (p->flags & (NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU)) { a->dst = B_(b, T_RDST); d->dst_strides = S_(b, T_RDST); }
-    if (p->flags & NBWD_FUSE_ADD_RELU) { a->diff_src_add = B_(b, T_DSA); d->diff_src_add_strides = S_(b, T_DSA); }
+    if (p->flags & (NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU)) { a->dst = B_(b, T_RDST); AB_SET(d->dst_strides, S_(b, T_RDST)); }
+    if (p->flags & NBWD_FUSE_ADD_RELU) { a->diff_src_add = B_(b, T_DSA); AB_SET(d->diff_src_add_strides, S_(b, T_DSA)); }
 }
 
 /* One call of lib l on buffers b (BN2: reduce, then apply with its sums). */
@@ -568,7 +582,7 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         if (p->form == NBWD_STATS_DST_RSTD) {
             a.dst = B_(b, T_X);
             a.rstd = B_(b, T_VAR);
-            if (p->affine && p->beta) { a.beta = B_(b, T_BETA); d.beta_strides = S_(b, T_BETA); }
+            if (p->affine && p->beta) { a.beta = B_(b, T_BETA); AB_SET(d.beta_strides, S_(b, T_BETA)); }
         } else {
             AB_ARGS_STATS(a, p, b);
         }
@@ -662,7 +676,7 @@ static void probe_features(lib *l) {
     q.flags = NBWD_USE_GLOBAL_STATS;
     if (probe(l, &q, &r)) l->feat |= F_FROZEN;
     q.flags = NBWD_FUSE_RELU;
-    if (probe(l, &q, &r)) l->feat |= F_RELU;
+    if (probe(l, &q, &r)) l->feat |= F_RELU | F_BN_LAYOUT; /* the same commit */
     q.flags = NBWD_FUSE_ADD_RELU;
     if (probe(l, &q, &r)) l->feat |= F_ADD_RELU;
 }
