@@ -1274,6 +1274,8 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
      NBWD__V_RSTD_LANES NBWD__V_RSTD(v, out, eps)   LANES of out = (float)(1 /
                                               sqrt((double)v + eps)), IEEE double
                                               (default: scalar code)
+     NBWD__FMA_FUSED                          1: V_FMA is one fused instruction
+                                              (default 0)
    This file #undefs every layer name at the end of its pass.
    ========================================================================== */
 #if !defined(NBWD__KSUFFIX) || !defined(NBWD__KTARGET) || !defined(NBWD__V) || !defined(NBWD__VW) ||            \
@@ -1286,6 +1288,9 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #endif
 #if defined(NBWD__WIDEN_F16) != defined(NBWD__NARROW_F16)
 #error "norm_bwd.h: a vector layer defines one f16 conversion without the other"
+#endif
+#if defined(NBWD__NARROW_BF16_INSN) && !defined(NBWD__WIDEN_F16)
+#error "norm_bwd.h: a vector layer with a bf16 instruction needs f16 conversions (its bf16i kernels share the 16 format's loads)"
 #endif
 #if defined(NBWD__V_STREAM)
 #define NBWD__HAS_STREAM 1
@@ -1320,14 +1325,20 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #ifndef NBWD__V_RSTD_LANES
 #define NBWD__V_RSTD_LANES 0
 #endif
+#ifndef NBWD__FMA_FUSED
+#define NBWD__FMA_FUSED 0
+#endif
 
 #define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__INLINE NBWD__KTARGET
 /* Which kernels get copies of their own for narrow rows of 2-4 vectors
-   (the row, gamma and the column partials in registers): LayerNorm's on
-   every vector path; BatchNorm's f32 ones, and its 16-bit ones on 16 lanes
-   (avx2's bf16 rows measured slower with it). */
-#define NBWD__NARROW_LN (NBWD__VW > 1)
+   (the row, gamma and the column partials in registers), where they
+   measured faster for what they cost to compile (bench/NOTES.md):
+   LayerNorm's f32 rows on every vector layer, its 16-bit rows on the
+   layers with a fused multiply-add (on sse, whose f16 conversions are
+   calls, f16 rows were slower with them); BatchNorm's f32 rows, and its
+   16-bit rows on 16 lanes (avx2's bf16 rows were slower with it). */
+#define NBWD__NARROW_LN(fmt) (NBWD__VW > 1 && ((fmt) == NBWD__FMT_F32 || NBWD__FMA_FUSED))
 #define NBWD__NARROW_BN(dt) (NBWD__VW > 1 && ((dt) == NBWD_F32 || NBWD__VW >= 16))
 
 /* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
@@ -1700,6 +1711,8 @@ static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
 #else
 #define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _bf16i), NBWD__KSUFFIX)
 #define NBWD__FMT_DT(dt) NBWD_BF16
+/* (what only loads data, bf16i takes from the 16 format, compiled first) */
+#define NBWD__K16(name) NBWD__CAT(NBWD__CAT(name, _16), NBWD__KSUFFIX)
 #endif
 
 /* v as data of type dt at element i of p (the first `lanes` lanes; a whole
@@ -2051,7 +2064,7 @@ NBWD__KFN void NBWD__KF(nbwd__add_span)(const float *v, const void *res, void *o
 
 /* LayerNorm rows of 2-4 vectors: a function per count, so that the row,
    gamma and the column partials stay in registers */
-#if NBWD__NARROW_LN
+#if NBWD__NARROW_LN(NBWD__FMT)
 NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow2)(const nbwd__rows *r) {
     NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 2);
 }
@@ -2073,7 +2086,13 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_rows_dx)(const nbwd__rows *r
    affine) */
 static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
-#if NBWD__NARROW_LN
+#if NBWD__FMT == NBWD__FMT_BF16I
+    if (!r->dx) { /* no stores: the 16 format's kernel */
+        NBWD__K16(nbwd__ln_rows)(r);
+        return;
+    }
+#endif
+#if NBWD__NARROW_LN(NBWD__FMT)
     if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
         case 2: NBWD__KF(nbwd__ln_narrow2)(r); break;
@@ -2084,12 +2103,21 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     }
 #endif
     if (NBWD__K(nbwd__ln_try_sweep)(r, dt, r->cols)) return;
+#if NBWD__FMT != NBWD__FMT_BF16I
     if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
-    else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
+    else
+#endif
+        NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
 }
 /* A batch of BatchNorm (GroupNorm) rows */
 static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
+#if NBWD__FMT == NBWD__FMT_BF16I
+    if (!r->dx) { /* pass 1, no stores: the 16 format's kernel */
+        NBWD__K16(nbwd__bn_rows)(r);
+        return;
+    }
+#endif
     NBWD__KF(nbwd__bn_rows_any)(r, dt, NBWD__NARROW_BN(dt));
 }
 #if NBWD__FMT != NBWD__FMT_BF16I /* (it only loads data: the 16 format's serves bf16i) */
@@ -2150,6 +2178,7 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 }
 #endif
 #undef NBWD__KF
+#undef NBWD__K16
 #undef NBWD__FMT_DT
 #endif /* the per-format kernels and entry points */
 
@@ -2217,6 +2246,7 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #undef NBWD__V_STREAM2_BF16
 #undef NBWD__V_RSTD_LANES
 #undef NBWD__V_RSTD
+#undef NBWD__FMA_FUSED
 #undef NBWD__KERNEL_PASS
 #endif
 
@@ -3123,18 +3153,39 @@ static void nbwd__cursor_next(const nbwd__outer *o, nbwd__cursor *c) {
         c->idx[d] = 0;
     }
 }
-/* The element offsets of rows [row, row + count) in o's tensor t, plus
-   base: out[i] (every batch of rows fills its offsets with this). One
-   (merged) outer dim: a multiply per row; more: counted through them. */
-static void nbwd__row_offsets(const nbwd__outer *o, int t, int64_t row, int64_t count, int64_t base, int64_t *out) {
+/* The element offsets of rows [row, row + count) of o's tensors 0, 1, 2
+   (x, dy, dx: always) and 3, 4, 5 (where not NULL) into the arrays given
+   (every batch of rows fills its offsets with this). Rows of a few dozen
+   elements make its cost count (a tenth of BatchNorm's 16-channel NXC rows
+   when it was a loop per tensor): inlined, one (merged) outer dim costs a
+   multiply and a store per row and tensor. */
+NBWD__INLINE void nbwd__row_offsets(const nbwd__outer *o, int64_t row, int64_t count, int64_t *x, int64_t *dy,
+                                    int64_t *dx, int64_t *t3, int64_t *t4, int64_t *t5) {
     nbwd__cursor c;
     int64_t i;
-    if (o->nd == 1) {
-        for (i = 0; i < count; ++i) out[i] = base + (row + i) * o->st[t][0];
+    if (o->nd == 1) { /* one (merged) outer dim */
+        const int64_t s0 = o->st[0][0], s1 = o->st[1][0], s2 = o->st[2][0];
+        const int64_t s3 = t3 ? o->st[3][0] : 0, s4 = t4 ? o->st[4][0] : 0, s5 = t5 ? o->st[5][0] : 0;
+        for (i = 0; i < count; ++i) {
+            const int64_t q = row + i;
+            x[i] = q * s0;
+            dy[i] = q * s1;
+            dx[i] = q * s2;
+            if (t3) t3[i] = q * s3;
+            if (t4) t4[i] = q * s4;
+            if (t5) t5[i] = q * s5;
+        }
         return;
     }
     nbwd__cursor_seek(o, &c, row);
-    for (i = 0; i < count; ++i, nbwd__cursor_next(o, &c)) out[i] = base + c.off[t];
+    for (i = 0; i < count; ++i, nbwd__cursor_next(o, &c)) {
+        x[i] = c.off[0];
+        dy[i] = c.off[1];
+        dx[i] = c.off[2];
+        if (t3) t3[i] = c.off[3];
+        if (t4) t4[i] = c.off[4];
+        if (t5) t5[i] = c.off[5];
+    }
 }
 
 /* The data input and the spread statistic that a statistics form reads. */
@@ -3583,12 +3634,8 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
-        nbwd__row_offsets(&r->outer, NBWD__LN_X, row, batch.count, 0, batch.x_off);
-        nbwd__row_offsets(&r->outer, NBWD__LN_DY, row, batch.count, 0, batch.dy_off);
-        nbwd__row_offsets(&r->outer, NBWD__LN_DX, row, batch.count, 0, batch.dx_off);
-        nbwd__row_offsets(&r->outer, NBWD__LN_RES, row, batch.count, 0, res_off);
-        nbwd__row_offsets(&r->outer, NBWD__LN_MEAN, row, batch.count, 0, mean_off);
-        nbwd__row_offsets(&r->outer, NBWD__LN_SPREAD, row, batch.count, 0, spread_off);
+        nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, mean_off, spread_off,
+                          slot ? res_off : NULL); /* (the residual's only when staged) */
         if (p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
             /* the common case, f32 statistics: the batch's rstd at once
                (the bits of nbwd__stats) */
@@ -4294,9 +4341,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
     }
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        nbwd__row_offsets(&r->outer, NBWD__BN_X, row, batch.count, 0, batch.x_off);
-        nbwd__row_offsets(&r->outer, NBWD__BN_DY, row, batch.count, 0, batch.dy_off);
-        nbwd__row_offsets(&r->outer, NBWD__BN_DX, row, batch.count, 0, batch.dx_off);
+        nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
         nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
@@ -5039,7 +5084,7 @@ static void nbwd__gn_ncx_apply_planes(const nbwd__gn_run *r, int64_t first, int6
 NBWD__PLAN_FN
 static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     const nbwd__gn_plan *p = r->p;
-    int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C;
+    int64_t n = unit / p->nblocks, b = unit % p->nblocks, C = p->C, i;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
     nbwd__rows batch;
     if (end > p->S) end = p->S;
@@ -5060,9 +5105,12 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     }
     while (row < end) { /* (the outer dims: the spatial ones, of sample n) */
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        nbwd__row_offsets(&r->outer, NBWD__GN_X, row, batch.count, n * p->st[NBWD__GN_X][0], batch.x_off);
-        nbwd__row_offsets(&r->outer, NBWD__GN_DY, row, batch.count, n * p->st[NBWD__GN_DY][0], batch.dy_off);
-        nbwd__row_offsets(&r->outer, NBWD__GN_DX, row, batch.count, n * p->st[NBWD__GN_DX][0], batch.dx_off);
+        nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
+        for (i = 0; i < batch.count; ++i) { /* sample n's rows */
+            batch.x_off[i] += n * p->st[NBWD__GN_X][0];
+            batch.dy_off[i] += n * p->st[NBWD__GN_DY][0];
+            batch.dx_off[i] += n * p->st[NBWD__GN_DX][0];
+        }
         nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }

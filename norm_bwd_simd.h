@@ -513,6 +513,7 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__V_SUB(a, b) NBWD__MM256(sub_ps)(a, b)
 #define NBWD__V_MUL(a, b) NBWD__MM256(mul_ps)(a, b)
 #define NBWD__V_FMA(a, b, c) NBWD__MM256(fmadd_ps)(a, b, c)
+#define NBWD__FMA_FUSED 1
 #define NBWD__V_HSUM(v) nbwd__avx2_hsum(v)
 #define NBWD__V_LOAD(p) NBWD__MM256(loadu_ps)(p)
 #define NBWD__V_STORE(p, v) NBWD__MM256(storeu_ps)(p, v)
@@ -727,6 +728,7 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 #define NBWD__V_SUB(a, b) NBWD__MM512(sub_ps)(a, b)
 #define NBWD__V_MUL(a, b) NBWD__MM512(mul_ps)(a, b)
 #define NBWD__V_FMA(a, b, c) NBWD__MM512(fmadd_ps)(a, b, c)
+#define NBWD__FMA_FUSED 1
 #define NBWD__V_HSUM(v) nbwd__avx512_hsum(v)
 #define NBWD__V_LOAD(p) NBWD__MM512(loadu_ps)(p)
 #define NBWD__V_STORE(p, v) NBWD__MM512(storeu_ps)(p, v)
@@ -877,6 +879,7 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #define NBWD__V_SUB(a, b) NBWD__NEON(vsubq_f32)(a, b)
 #define NBWD__V_MUL(a, b) NBWD__NEON(vmulq_f32)(a, b)
 #define NBWD__V_FMA(a, b, c) NBWD__NEON(vfmaq_f32)(c, a, b)
+#define NBWD__FMA_FUSED 1
 #define NBWD__V_HSUM(v) nbwd__neon_hsum(v)
 #define NBWD__V_LOAD(p) NBWD__NEON(vld1q_f32)(p)
 #define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
