@@ -1192,10 +1192,25 @@ static int parse_shape(const char *s, problem *p) {
         p->rank = 2; p->dims[0] = r; p->dims[1] = n;
         return 1;
     }
-    if (!strncmp(s, "bn-ncx:", 7) || !strncmp(s, "bn-nxc:", 7)) {
-        p->op = OP_BN;
-        p->layout = s[4] == 'c' ? NBWD_NCX : NBWD_NXC; /* bn-nCx or bn-nXc */
-        snprintf(buf, sizeof buf, "%s", s + 7);
+    if (!strncmp(s, "bn-", 3) || !strncmp(s, "gn-ncx:", 7) || !strncmp(s, "gn-nxc:", 7)) {
+        /* bn-ncx:, bn-nxc: (also -frozen, -relu, -addrelu before the colon,
+           as nbwd_bench's), bn-nc:NxC; gn-ncx:NxCxHxW/G, gn-nxc:... */
+        const char *colon = strchr(s, ':'), *slash;
+        char kind[32];
+        if (!colon || colon - s >= (long)sizeof kind) return 0;
+        memcpy(kind, s, (size_t)(colon - s));
+        kind[colon - s] = 0;
+        p->op = s[0] == 'g' ? OP_GN : OP_BN;
+        p->layout = !strncmp(kind + 2, "-nxc", 4) ? NBWD_NXC : NBWD_NCX;
+        if (strstr(kind, "-frozen")) { p->flags = NBWD_USE_GLOBAL_STATS; p->want_dg = p->want_db = 0; }
+        if (strstr(kind, "-relu")) p->flags = NBWD_FUSE_RELU;
+        if (strstr(kind, "-addrelu")) p->flags = NBWD_FUSE_ADD_RELU;
+        snprintf(buf, sizeof buf, "%s", colon + 1);
+        if ((slash = strchr(buf, '/')) != NULL) {
+            p->groups = atoll(slash + 1);
+            buf[slash - buf] = 0;
+        }
+        if (p->op == OP_GN && p->groups < 1) return 0;
         for (tok = strtok_r(buf, "x", &save); tok && p->rank < NBWD_MAX_RANK; tok = strtok_r(NULL, "x", &save))
             p->dims[p->rank++] = atoll(tok);
         if (p->layout == NBWD_NXC && p->rank >= 3) { /* given as N x C x spatial: move C last */
