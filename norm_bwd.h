@@ -1290,7 +1290,7 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #error "norm_bwd.h: a vector layer defines one f16 conversion without the other"
 #endif
 #if defined(NBWD__NARROW_BF16_INSN) && !defined(NBWD__WIDEN_F16)
-#error "norm_bwd.h: a vector layer with a bf16 instruction needs f16 conversions (its bf16i kernels share the 16 format's loads)"
+#error "norm_bwd.h: a vector layer with a bf16 instruction needs f16 conversions (its bf16i tables share the 16 format's widening kernels)"
 #endif
 #if defined(NBWD__V_STREAM)
 #define NBWD__HAS_STREAM 1
@@ -1711,8 +1711,6 @@ static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
 #else
 #define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _bf16i), NBWD__KSUFFIX)
 #define NBWD__FMT_DT(dt) NBWD_BF16
-/* (what only loads data, bf16i takes from the 16 format, compiled first) */
-#define NBWD__K16(name) NBWD__CAT(NBWD__CAT(name, _16), NBWD__KSUFFIX)
 #endif
 
 /* v as data of type dt at element i of p (the first `lanes` lanes; a whole
@@ -2086,12 +2084,6 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_rows_dx)(const nbwd__rows *r
    affine) */
 static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
-#if NBWD__FMT == NBWD__FMT_BF16I
-    if (!r->dx) { /* no stores: the 16 format's kernel */
-        NBWD__K16(nbwd__ln_rows)(r);
-        return;
-    }
-#endif
 #if NBWD__NARROW_LN(NBWD__FMT)
     if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
@@ -2103,29 +2095,20 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     }
 #endif
     if (NBWD__K(nbwd__ln_try_sweep)(r, dt, r->cols)) return;
-#if NBWD__FMT != NBWD__FMT_BF16I
     if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
-    else
-#endif
-        NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
+    else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
 }
 /* A batch of BatchNorm (GroupNorm) rows */
 static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
-#if NBWD__FMT == NBWD__FMT_BF16I
-    if (!r->dx) { /* pass 1, no stores: the 16 format's kernel */
-        NBWD__K16(nbwd__bn_rows)(r);
-        return;
-    }
-#endif
     NBWD__KF(nbwd__bn_rows_any)(r, dt, NBWD__NARROW_BN(dt));
 }
-#if NBWD__FMT != NBWD__FMT_BF16I /* (it only loads data: the 16 format's serves bf16i) */
-/* A run of BatchNorm (GroupNorm) NCX planes' sums */
+/* A run of BatchNorm (GroupNorm) NCX planes' sums (bf16i's too, though it
+   only loads data: with the 16 format's, whose data type is a run-time
+   choice, avx512_bf16's bf16 NCX rows were 4-9 % slower) */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_reduce)(const nbwd__planes *p) {
     NBWD__K(nbwd__planes_reduce_body)(p, NBWD__FMT_DT(p->dt));
 }
-#endif
 /* A run of NCX planes' dx */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_apply)(const nbwd__planes *p) {
     NBWD__KF(nbwd__planes_apply_body)(p, NBWD__FMT_DT(p->dt));
@@ -2178,7 +2161,6 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 }
 #endif
 #undef NBWD__KF
-#undef NBWD__K16
 #undef NBWD__FMT_DT
 #endif /* the per-format kernels and entry points */
 
@@ -2271,8 +2253,8 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
    order). Names: nbwd__<kernel>_<format>_<layer> (ENTRY POINTS): format f32;
    16, f16 or bf16 as the call says, bf16 narrowed in integer code; bf16, bf16
    alone (a layer without f16 conversions); bf16i, bf16 narrowed with the
-   layer's bf16 instruction. Kernels that only load 16-bit data (planes_reduce,
-   unscale, widen) have no bf16i form: the narrowing does not enter them. A
+   layer's bf16 instruction. Kernels that only load 16-bit data (unscale,
+   widen) have no bf16i form: the narrowing does not enter them. A
    name that does not exist fails the build, and a compiled kernel that no
    table names is an unused function (a warning). */
 static const nbwd__kernels nbwd__kernels_scalar = {
@@ -2330,7 +2312,7 @@ static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
     NBWD_ISA_AVX512_BF16,
     {nbwd__ln_rows_f32_avx512, nbwd__ln_rows_16_avx512, nbwd__ln_rows_bf16i_avx512},
     {nbwd__bn_rows_f32_avx512, nbwd__bn_rows_16_avx512, nbwd__bn_rows_bf16i_avx512},
-    {nbwd__planes_reduce_f32_avx512, nbwd__planes_reduce_16_avx512, nbwd__planes_reduce_16_avx512},
+    {nbwd__planes_reduce_f32_avx512, nbwd__planes_reduce_16_avx512, nbwd__planes_reduce_bf16i_avx512},
     {nbwd__planes_apply_f32_avx512, nbwd__planes_apply_16_avx512, nbwd__planes_apply_bf16i_avx512},
     {nbwd__add_store_f32_avx512, nbwd__add_store_16_avx512, nbwd__add_store_bf16i_avx512},
     {nbwd__unscale_f32_avx512, nbwd__unscale_16_avx512, nbwd__unscale_16_avx512},
@@ -2369,7 +2351,7 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     NBWD_ISA_NEON_BF16,
     {nbwd__ln_rows_f32_neon, nbwd__ln_rows_16_neon, nbwd__ln_rows_bf16i_neon},
     {nbwd__bn_rows_f32_neon, nbwd__bn_rows_16_neon, nbwd__bn_rows_bf16i_neon},
-    {nbwd__planes_reduce_f32_neon, nbwd__planes_reduce_16_neon, nbwd__planes_reduce_16_neon},
+    {nbwd__planes_reduce_f32_neon, nbwd__planes_reduce_16_neon, nbwd__planes_reduce_bf16i_neon},
     {nbwd__planes_apply_f32_neon, nbwd__planes_apply_16_neon, nbwd__planes_apply_bf16i_neon},
     {nbwd__add_store_f32_neon, nbwd__add_store_16_neon, nbwd__add_store_bf16i_neon},
     {nbwd__unscale_f32_neon, nbwd__unscale_16_neon, nbwd__unscale_16_neon},
@@ -2754,8 +2736,9 @@ static const char *nbwd__form_name(int form) {
 }
 /* the statistics forms whose set mean is given (LayerNorm's mean forms; RMSNorm's mean
    is 0) */
-NBWD__PLAN_FN
-static int nbwd__has_mean(int form) { return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD; }
+static int nbwd__has_mean(int form) { /* (not NBWD__PLAN_FN: the drivers' per-batch code inlines it) */
+    return form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD;
+}
 /* rms: RMSNorm's names for the forms */
 NBWD__PLAN_FN
 static const char *nbwd__form_name_of(int form, int rms) {
@@ -3617,6 +3600,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
     int64_t res_off[NBWD__ROW_BATCH], mean_off[NBWD__ROW_BATCH], spread_off[NBWD__ROW_BATCH];
     const int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
+    const int f32_stats = p->sdt == NBWD_F32 && nbwd__has_mean(p->form);
     nbwd__rows batch;
     if (end > p->rows) end = p->rows;
     batch.n = n;
@@ -3634,19 +3618,28 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
-        nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, mean_off, spread_off,
-                          slot ? res_off : NULL); /* (the residual's only when staged) */
-        if (p->sdt == NBWD_F32 && nbwd__has_mean(p->form)) {
-            /* the common case, f32 statistics: the batch's rstd at once
-               (the bits of nbwd__stats) */
+        if (r->outer.nd == 1 && f32_stats) {
+            /* the common case, one (merged) outer dim and f32 statistics:
+               the offsets and the statistics in one loop (as the offsets
+               helper and a loop over its statistics' offsets, rows of 24
+               elements took 1-4 % longer), the batch's rstd at once (the
+               bits of nbwd__stats) */
+            const int64_t(*st)[NBWD_MAX_RANK] = (const int64_t(*)[NBWD_MAX_RANK])r->outer.st;
             const float *mean = (const float *)r->mean, *spread = (const float *)r->spread;
             for (i = 0; i < batch.count; ++i) {
-                batch.xm[i] = mean ? mean[mean_off[i]] : 0.0f; /* RMSNorm: none */
-                batch.rstd[i] = spread[spread_off[i]];
+                const int64_t q = row + i;
+                batch.x_off[i] = q * st[NBWD__LN_X][0];
+                batch.dy_off[i] = q * st[NBWD__LN_DY][0];
+                batch.dx_off[i] = q * st[NBWD__LN_DX][0];
+                res_off[i] = q * st[NBWD__LN_RES][0];
+                batch.xm[i] = mean ? mean[q * st[NBWD__LN_MEAN][0]] : 0.0f; /* RMSNorm: none */
+                batch.rstd[i] = spread[q * st[NBWD__LN_SPREAD][0]];
             }
             if (p->form != NBWD_STATS_MEAN_RSTD) r->k->rstd(batch.rstd, batch.rstd, batch.count, (double)p->eps);
             memcpy(batch.xs, batch.rstd, (size_t)batch.count * sizeof(float));
         } else {
+            nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, mean_off,
+                              spread_off, res_off);
             for (i = 0; i < batch.count; ++i)
                 nbwd__stats(p->form, p->sdt, p->eps, r->mean, mean_off[i], r->spread, spread_off[i], &batch.xm[i],
                             &batch.xs[i], &batch.rstd[i]);
