@@ -882,8 +882,9 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__PREFETCH_L2(addr) ((void)(addr))
 #endif
 /* A loop of (at most) 4 iterations unrolled completely (gcc 8+, clang):
-   arrays it indexes then live in registers; elsewhere a plain loop. */
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)) && !defined(NBWD__MSVC)
+   arrays it indexes then live in registers; elsewhere a plain loop (also
+   through nvcc, whose front end rejects the GCC pragma). */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)) && !defined(NBWD__MSVC) && !defined(__CUDACC__)
 #define NBWD__UNROLL4 _Pragma("GCC unroll 4")
 #else
 #define NBWD__UNROLL4
