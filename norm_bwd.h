@@ -530,6 +530,8 @@ typedef enum nbwd_stats_form {
     NBWD_STATS_MEAN_RSTD = 1,     /* mean, rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_XHAT_STD = 2,      /* xhat = (x - mean) * rstd, std = sqrt(variance + epsilon) */
     NBWD_STATS_DST_RSTD = 3,      /* LayerNorm, RMSNorm: the forward output dst = xhat * gamma + beta, and rstd */
+    NBWD_STATS_NONE = 4,          /* LayerNorm, RMSNorm, GroupNorm: src alone; the call computes the statistics
+                                     (mean and variance; RMSNorm: the mean square), epsilon used */
     /* RMSNorm's names for its first two forms (it has no mean) */
     NBWD_STATS_MEAN_SQUARE = 0,   /* mean_square = mean(x^2); rstd = 1/sqrt(mean_square + epsilon) */
     NBWD_STATS_RSTD = 1           /* rstd = 1/sqrt(mean(x^2) + epsilon) */
@@ -561,6 +563,9 @@ typedef enum nbwd_isa {
    diff_dst). */
 #define NBWD_FUSE_RELU 4u
 #define NBWD_FUSE_ADD_RELU 8u
+/* LayerNorm and RMSNorm: diff_src += the gradient (diff_src is read: an
+   engine that adds each use's gradient into one tensor, as llm.c does) */
+#define NBWD_ACCUMULATE_DIFF_SRC 16u
 
 typedef struct nbwd_layer_norm_bwd_desc {
     int rank;                       /* 1..NBWD_MAX_RANK */
@@ -1080,6 +1085,7 @@ static void nbwd__store(void *p, int64_t i, int dt, float v) {
    (LayerNorm) or rstd * gamma (BatchNorm, whose g is dy). Offsets and
    steps are in elements. */
 #define NBWD__ROW_BATCH 64 /* rows per kernel call: rows of a few dozen elements are common */
+#define NBWD__STATS_BLOCK 16 /* NBWD_STATS_NONE: vectors (or rows) summed in f32 before a sum in double */
 
 /* gamma and the column partials, as the kernels share them between rows;
    BatchNorm NXC's per-channel arrays likewise. The kernels take them by
@@ -1110,6 +1116,8 @@ typedef struct nbwd__rows {
     int64_t count, n;
     int stream;                     /* dx with non-temporal stores (tensors larger than the caches) */
     nbwd__cols cols;                /* LayerNorm: gamma (never NULL: ones without affine), partials */
+    int none;                       /* LayerNorm: NBWD_STATS_NONE (xm, xs, rstd unset: found from x, eps) */
+    float eps;
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
 } nbwd__rows;
 
@@ -1141,6 +1149,10 @@ typedef void (*nbwd__add_store_fn)(const float *v, const void *res, void *out, i
 /* out[i] = (y[i] - beta[i]) * inv[i], y of type dt: xhat from dst */
 typedef void (*nbwd__unscale_fn)(const void *y, int dt, const float *beta, const float *inv, float *out, int64_t n);
 typedef void (*nbwd__widen_fn)(const uint16_t *src, float *dst, int dt, int64_t n);
+/* NBWD_STATS_NONE of GroupNorm: a batch of NCX planes' mean and variance,
+   out[2 i], out[2 i + 1]; and NXC's per-channel column sums of x - m */
+typedef void (*nbwd__row_stats_fn)(const nbwd__rows *rows, double *out);
+typedef void (*nbwd__col_stats_fn)(const nbwd__rows *rows, const float *m, float *sums);
 typedef void (*nbwd__narrow_fn)(const float *src, uint16_t *dst, int dt, int64_t n);
 typedef struct nbwd__kernels {
     nbwd_isa isa;
@@ -1153,6 +1165,8 @@ typedef struct nbwd__kernels {
     nbwd__unscale_fn unscale[3];        /* xhat from the forward output */
     nbwd__widen_fn widen[3];            /* 16-bit data to f32 ([NBWD_F32]: NULL) */
     nbwd__narrow_fn narrow[3];          /* f32 to 16-bit data ([NBWD_F32]: NULL) */
+    nbwd__row_stats_fn row_stats[3];    /* GroupNorm's statistics computed in the call (NBWD_STATS_NONE) */
+    nbwd__col_stats_fn col_stats[3];
     /* f32 alone */
     void (*add)(float *dst, const float *src, int64_t n); /* dst[i] += src[i] */
     /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
@@ -1607,6 +1621,157 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__co
                                   cols, 1, sums, NULL, 0);
 }
 
+/* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: one pass over a row finds
+   its statistics and dx's two sums together. With d = x - shift (a value
+   near the mean that keeps the sums of d small; 0 for RMSNorm) and g = dy *
+   gamma: out[0] = sum d, out[1] = sum d^2, out[2] = sum g, out[3] = sum g
+   d. Vectors in reduce_row's two chains, in blocks of NBWD__STATS_BLOCK
+   vectors whose f32 sums are added in double (no f32 chain longer than 8
+   additions, however long the row: dx's row scalars carry about an ulp
+   where whole-row f32 chains of a 4096-element row carried hundreds,
+   bench/NOTES.md), the partial last vector in double,
+   element by element (its missing lanes are no zeros of d). */
+NBWD__KFN void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt, int64_t n, float shift,
+                                          const float *gamma, double *out) {
+    const int64_t full = n - n % NBWD__VW;
+    const NBWD__V vs = NBWD__V_SET1(shift);
+    int64_t i = 0, end;
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (; i < full; i = end) {
+        NBWD__V d0, d1, g0, g1, sd0 = NBWD__V_ZERO(), sd1 = NBWD__V_ZERO(), sq0 = NBWD__V_ZERO();
+        NBWD__V sq1 = NBWD__V_ZERO(), sg0 = NBWD__V_ZERO(), sg1 = NBWD__V_ZERO(), sgd0 = NBWD__V_ZERO();
+        NBWD__V sgd1 = NBWD__V_ZERO();
+        end = full - i > NBWD__STATS_BLOCK * NBWD__VW ? i + NBWD__STATS_BLOCK * NBWD__VW : full;
+        for (; i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) {
+            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs);
+            d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i + NBWD__VW, NBWD__VW, dt), vs);
+            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt), NBWD__V_LOAD(gamma + i));
+            g1 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i + NBWD__VW, NBWD__VW, dt), NBWD__V_LOAD(gamma + i + NBWD__VW));
+            sd0 = NBWD__V_ADD(sd0, d0);
+            sq0 = NBWD__V_FMA(d0, d0, sq0);
+            sg0 = NBWD__V_ADD(sg0, g0);
+            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            sd1 = NBWD__V_ADD(sd1, d1);
+            sq1 = NBWD__V_FMA(d1, d1, sq1);
+            sg1 = NBWD__V_ADD(sg1, g1);
+            sgd1 = NBWD__V_FMA(g1, d1, sgd1);
+        }
+        if (i < end) { /* an odd last whole vector: the first chain */
+            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs);
+            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt), NBWD__V_LOAD(gamma + i));
+            sd0 = NBWD__V_ADD(sd0, d0);
+            sq0 = NBWD__V_FMA(d0, d0, sq0);
+            sg0 = NBWD__V_ADD(sg0, g0);
+            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            i += NBWD__VW;
+        }
+        out[0] += (double)NBWD__V_HSUM(NBWD__V_ADD(sd0, sd1));
+        out[1] += (double)NBWD__V_HSUM(NBWD__V_ADD(sq0, sq1));
+        out[2] += (double)NBWD__V_HSUM(NBWD__V_ADD(sg0, sg1));
+        out[3] += (double)NBWD__V_HSUM(NBWD__V_ADD(sgd0, sgd1));
+    }
+    for (; i < n; ++i) {
+        const double d = (double)nbwd__load(x, i, dt) - (double)shift;
+        const double g = (double)(float)(nbwd__load(dy, i, dt) * gamma[i]);
+        out[0] += d;
+        out[1] += d * d;
+        out[2] += g;
+        out[3] += g * d;
+    }
+}
+
+/* NBWD_STATS_NONE of GroupNorm NCX: each plane's mean and variance from x
+   alone, in a fixed order, so that a plane's bits never depend on its
+   batch: out[2 i], out[2 i + 1], in double. m1 = mean(x) from one pass,
+   then, over the plane again, d = x - m1: mean = m1 + mean(d), variance =
+   mean(d^2) - mean(d)^2 (the corrected two-pass algorithm: m1's rounding
+   error cancels, and planes far from 0 lose nothing to cancellation).
+   Sums of vectors in two chains in reduce_row's order, in blocks of
+   NBWD__STATS_BLOCK vectors whose sums are added in double: no f32 chain
+   is longer than 8 additions, so a sum of squares is within about 13 f32
+   roundings of exact however long the plane (one f32 chain over 2^24
+   elements was off by thousands). The second pass's partial last vector
+   element by element (its missing lanes are no zeros of d). */
+NBWD__KFN void NBWD__K(nbwd__row_stats_body)(const nbwd__rows *r, int dt, double *out) {
+    const int64_t n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
+    int64_t i, j, end;
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz;
+        NBWD__V a0, a1, b0, b1, vm1;
+        double s1 = 0.0, s2 = 0.0, m;
+        float m1, tail1 = 0.0f, tail2 = 0.0f;
+        for (j = 0; j < full; j = end) {
+            end = full - j > NBWD__STATS_BLOCK * NBWD__VW ? j + NBWD__STATS_BLOCK * NBWD__VW : full;
+            a0 = a1 = NBWD__V_ZERO();
+            for (; j + 2 * NBWD__VW <= end; j += 2 * NBWD__VW) {
+                a0 = NBWD__V_ADD(a0, NBWD__K(nbwd__load_data)(x, j, NBWD__VW, dt));
+                a1 = NBWD__V_ADD(a1, NBWD__K(nbwd__load_data)(x, j + NBWD__VW, NBWD__VW, dt));
+            }
+            if (j < end) { /* an odd last whole vector: the first chain */
+                a0 = NBWD__V_ADD(a0, NBWD__K(nbwd__load_data)(x, j, NBWD__VW, dt));
+                j += NBWD__VW;
+            }
+            s1 += (double)NBWD__V_HSUM(NBWD__V_ADD(a0, a1));
+        }
+        if (full < n) /* the missing lanes load as zeros: they add nothing */
+            s1 += (double)NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, full, (int)(n - full), dt));
+        m1 = (float)(s1 / (double)n);
+        vm1 = NBWD__V_SET1(m1);
+        s1 = 0.0;
+        for (j = 0; j < full; j = end) {
+            end = full - j > NBWD__STATS_BLOCK * NBWD__VW ? j + NBWD__STATS_BLOCK * NBWD__VW : full;
+            a0 = a1 = b0 = b1 = NBWD__V_ZERO();
+            for (; j + 2 * NBWD__VW <= end; j += 2 * NBWD__VW) {
+                NBWD__V d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, NBWD__VW, dt), vm1);
+                NBWD__V d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j + NBWD__VW, NBWD__VW, dt), vm1);
+                a0 = NBWD__V_ADD(a0, d0);
+                b0 = NBWD__V_FMA(d0, d0, b0);
+                a1 = NBWD__V_ADD(a1, d1);
+                b1 = NBWD__V_FMA(d1, d1, b1);
+            }
+            if (j < end) {
+                NBWD__V d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, j, NBWD__VW, dt), vm1);
+                a0 = NBWD__V_ADD(a0, d0);
+                b0 = NBWD__V_FMA(d0, d0, b0);
+                j += NBWD__VW;
+            }
+            s1 += (double)NBWD__V_HSUM(NBWD__V_ADD(a0, a1));
+            s2 += (double)NBWD__V_HSUM(NBWD__V_ADD(b0, b1));
+        }
+        for (j = full; j < n; ++j) {
+            float d = (float)(nbwd__load(x, j, dt == NBWD_F32 ? NBWD_F32 : dt) - m1);
+            tail1 = (float)(tail1 + d);
+            tail2 = (float)(tail2 + (float)(d * d));
+        }
+        s1 += (double)tail1;
+        s2 += (double)tail2;
+        m = s1 / (double)n;
+        out[2 * i] = (double)m1 + m;
+        out[2 * i + 1] = s2 / (double)n - m * m;
+        if (out[2 * i + 1] < 0.0) out[2 * i + 1] = 0.0; /* (rounding of a constant plane) */
+    }
+}
+/* GroupNorm NXC's NBWD_STATS_NONE: per channel j of a batch of rows (all
+   channels in each), sums[j] += sum of x - m[j], sums[n + j] += sum of
+   (x - m[j])^2 (m NULL: 0, and the squares not taken), in f32 down the
+   batch's rows; the caller adds batches in a fixed order, in double. */
+NBWD__KFN void NBWD__K(nbwd__col_stats_body)(const nbwd__rows *r, int dt, const float *m, float *sums) {
+    const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
+    int64_t i, j;
+    for (j = 0; j < n; j += NBWD__VW) {
+        const int lanes = n - j < NBWD__VW ? (int)(n - j) : NBWD__VW;
+        /* (missing lanes: x and m load as zeros, so d is 0 there) */
+        NBWD__V vm = m ? NBWD__K(nbwd__load)(m + j, lanes) : NBWD__V_ZERO(), a = NBWD__V_ZERO(), b = NBWD__V_ZERO();
+        for (i = 0; i < r->count; ++i) {
+            NBWD__V d = NBWD__V_SUB(NBWD__K(nbwd__load_data)(r->x + r->x_off[i] * esz, j, lanes, dt), vm);
+            a = NBWD__V_ADD(a, d);
+            if (m) b = NBWD__V_FMA(d, d, b);
+        }
+        NBWD__K(nbwd__store)(sums + j, lanes, NBWD__V_ADD(NBWD__K(nbwd__load)(sums + j, lanes), a), 0);
+        if (m) NBWD__K(nbwd__store)(sums + n + j, lanes, NBWD__V_ADD(NBWD__K(nbwd__load)(sums + n + j, lanes), b), 0);
+    }
+}
+
 /* BatchNorm NXC: one vector of a row of all channels, each channel with its
    own coefficients. */
 NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt, int64_t j, int lanes) {
@@ -1843,6 +2008,48 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
         NBWD__KF(nbwd__store_data)(dxa, i, lanes, dt, dxv, lanes == NBWD__VW && i + NBWD__VW <= nt_end);
     }
     NBWD__K(nbwd__sums_out)(&s, sums_b);
+}
+
+/* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: per row one pass finds the
+   statistics and dx's sums (nbwd__moments_row), then dx is written as in
+   the other forms (the column partials first, in the x form's own pass:
+   dx may overwrite x or dy). The shift (LayerNorm) is the mean of the
+   row's first vector: var = mean(d^2) - mean(d)^2 loses (1 + mean(d)^2 /
+   var) times the rounding of its sums, about 1 + 1 / VW; where the shift
+   lies more than a standard deviation from the mean the row is summed
+   again around its mean, so that factor never exceeds 2. Row scalars in double:
+   mean = shift + mean(d), mean(g xhat) = rstd (mean(g d) - mean(d)
+   mean(g)); mean and rstd are rounded to f32 as the MEAN_VARIANCE form
+   takes them. */
+NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__cols cols) {
+    const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
+    const double inv_n = 1.0 / (double)n;
+    int64_t i;
+    float discard[2];
+    for (i = 0; i < r->count; ++i) {
+        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        const int lanes = n < NBWD__VW ? (int)n : NBWD__VW;
+        float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes, xm, rs;
+        double m[4], dm, var;
+        NBWD__K(nbwd__coef) c;
+        NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, m);
+        dm = r->rms ? 0.0 : m[0] * inv_n;
+        var = m[1] * inv_n - dm * dm;
+        if (dm * dm > var) { /* (never with rms: dm = 0) */
+            shift = (float)((double)shift + dm);
+            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, m);
+            dm = m[0] * inv_n;
+            var = m[1] * inv_n - dm * dm;
+        }
+        if (var < 0.0) var = 0.0; /* (rounding, in a constant row) */
+        xm = (float)((double)shift + dm);
+        rs = (float)(1.0 / sqrt((double)(float)var + (double)r->eps));
+        c = NBWD__K(nbwd__coef_of)(xm, rs, r->rms ? 0.0f : (float)(m[2] * inv_n),
+                                   (float)((double)rs * (m[3] * inv_n - dm * (m[2] * inv_n))), rs);
+        if (cols.dg) NBWD__K(nbwd__reduce_row)(x, dy, dt, n, xm, rs, cols, 1, discard, NULL, 0);
+        if (r->dx) NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream);
+    }
+    if (r->stream && r->dx) NBWD__V_FENCE();
 }
 
 /* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
@@ -2085,6 +2292,10 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_rows_dx)(const nbwd__rows *r
    affine) */
 static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
+    if (r->none) {
+        NBWD__KF(nbwd__ln_none_body)(r, dt, r->cols);
+        return;
+    }
 #if NBWD__NARROW_LN(NBWD__FMT)
     if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
@@ -2136,6 +2347,16 @@ static NBWD__KTARGET void NBWD__KF(nbwd__unscale)(const void *y, int dt, const f
         NBWD__V v = NBWD__V_SUB(NBWD__K(nbwd__load_data)(y, i, lanes, dt), NBWD__K(nbwd__load)(beta + i, lanes));
         NBWD__K(nbwd__store)(out + i, lanes, NBWD__V_MUL(v, NBWD__K(nbwd__load)(inv + i, lanes)), 0);
     }
+}
+#endif
+#if NBWD__FMT != NBWD__FMT_BF16I /* (they only load data: the 16 format's serve bf16i) */
+/* GroupNorm's NBWD_STATS_NONE: NCX planes' statistics (see
+   nbwd__row_stats_body), and GroupNorm NXC's column sums */
+static NBWD__KTARGET void NBWD__KF(nbwd__row_stats)(const nbwd__rows *r, double *out) {
+    NBWD__K(nbwd__row_stats_body)(r, NBWD__FMT_DT(r->dt), out);
+}
+static NBWD__KTARGET void NBWD__KF(nbwd__col_stats)(const nbwd__rows *r, const float *m, float *sums) {
+    NBWD__K(nbwd__col_stats_body)(r, NBWD__FMT_DT(r->dt), m, sums);
 }
 #endif
 #if NBWD__FMT != NBWD__FMT_F32 && NBWD__FMT != NBWD__FMT_BF16I
@@ -2268,6 +2489,8 @@ static const nbwd__kernels nbwd__kernels_scalar = {
     {nbwd__unscale_f32_scalar, nbwd__unscale_16_scalar, nbwd__unscale_16_scalar},
     {NULL, nbwd__widen_16_scalar, nbwd__widen_16_scalar},
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_16_scalar},
+    {nbwd__row_stats_f32_scalar, nbwd__row_stats_16_scalar, nbwd__row_stats_16_scalar},
+    {nbwd__col_stats_f32_scalar, nbwd__col_stats_16_scalar, nbwd__col_stats_16_scalar},
     nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar};
 #if defined(NBWD__HAVE_SSE)
 static const nbwd__kernels nbwd__kernels_sse = {
@@ -2280,6 +2503,8 @@ static const nbwd__kernels nbwd__kernels_sse = {
     {nbwd__unscale_f32_sse, nbwd__unscale_16_sse, nbwd__unscale_16_sse},
     {NULL, nbwd__widen_16_sse, nbwd__widen_16_sse},
     {NULL, nbwd__narrow_16_sse, nbwd__narrow_16_sse},
+    {nbwd__row_stats_f32_sse, nbwd__row_stats_16_sse, nbwd__row_stats_16_sse},
+    {nbwd__col_stats_f32_sse, nbwd__col_stats_16_sse, nbwd__col_stats_16_sse},
     nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse};
 #endif
 #if defined(NBWD__HAVE_AVX2)
@@ -2293,6 +2518,8 @@ static const nbwd__kernels nbwd__kernels_avx2 = {
     {nbwd__unscale_f32_avx2, nbwd__unscale_16_avx2, nbwd__unscale_16_avx2},
     {NULL, nbwd__widen_16_avx2, nbwd__widen_16_avx2},
     {NULL, nbwd__narrow_16_avx2, nbwd__narrow_16_avx2},
+    {nbwd__row_stats_f32_avx2, nbwd__row_stats_16_avx2, nbwd__row_stats_16_avx2},
+    {nbwd__col_stats_f32_avx2, nbwd__col_stats_16_avx2, nbwd__col_stats_16_avx2},
     nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2};
 #endif
 #if defined(NBWD__HAVE_AVX512)
@@ -2306,6 +2533,8 @@ static const nbwd__kernels nbwd__kernels_avx512 = {
     {nbwd__unscale_f32_avx512, nbwd__unscale_16_avx512, nbwd__unscale_16_avx512},
     {NULL, nbwd__widen_16_avx512, nbwd__widen_16_avx512},
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_16_avx512},
+    {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
+    {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
     nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
 #endif
 #if defined(NBWD__HAVE_AVX512_BF16) /* avx512's kernels, bf16 narrowed by VCVTNEPS2BF16 */
@@ -2319,6 +2548,8 @@ static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
     {nbwd__unscale_f32_avx512, nbwd__unscale_16_avx512, nbwd__unscale_16_avx512},
     {NULL, nbwd__widen_16_avx512, nbwd__widen_16_avx512},
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_bf16i_avx512},
+    {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
+    {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
     nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
 #endif
 #if defined(NBWD__HAVE_NEON) && defined(NBWD__NEON_NO_F16)
@@ -2333,6 +2564,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {nbwd__unscale_f32_neon, nbwd__unscale_16_scalar, nbwd__unscale_bf16_neon},
     {NULL, nbwd__widen_16_scalar, nbwd__widen_bf16_neon},
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_bf16_neon},
+    {nbwd__row_stats_f32_neon, nbwd__row_stats_16_scalar, nbwd__row_stats_bf16_neon},
+    {nbwd__col_stats_f32_neon, nbwd__col_stats_16_scalar, nbwd__col_stats_bf16_neon},
     nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
 #elif defined(NBWD__HAVE_NEON)
 static const nbwd__kernels nbwd__kernels_neon = {
@@ -2345,6 +2578,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {nbwd__unscale_f32_neon, nbwd__unscale_16_neon, nbwd__unscale_16_neon},
     {NULL, nbwd__widen_16_neon, nbwd__widen_16_neon},
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_16_neon},
+    {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
+    {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
     nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
 #endif
 #if defined(NBWD__HAVE_NEON_BF16) /* neon's kernels, bf16 narrowed by BFCVTN */
@@ -2358,6 +2593,8 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     {nbwd__unscale_f32_neon, nbwd__unscale_16_neon, nbwd__unscale_16_neon},
     {NULL, nbwd__widen_16_neon, nbwd__widen_16_neon},
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_bf16i_neon},
+    {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
+    {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
     nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
 #endif
 
@@ -2384,6 +2621,12 @@ static void nbwd__run_widen(const nbwd__kernels *k, const uint16_t *src, float *
 }
 static void nbwd__run_narrow(const nbwd__kernels *k, const float *src, uint16_t *dst, int dt, int64_t n) {
     k->narrow[dt](src, dst, dt, n);
+}
+static void nbwd__run_row_stats(const nbwd__kernels *k, const nbwd__rows *rows, double *out) {
+    k->row_stats[rows->dt](rows, out);
+}
+static void nbwd__run_col_stats(const nbwd__kernels *k, const nbwd__rows *rows, const float *m, float *sums) {
+    k->col_stats[rows->dt](rows, m, sums);
 }
 /* ------------------------------------------------------------- dispatch */
 /* The only global state: the detected CPU features and the chosen path,
@@ -2733,6 +2976,7 @@ static const char *nbwd__form_name(int form) {
            : form == NBWD_STATS_MEAN_RSTD   ? "NBWD_STATS_MEAN_RSTD"
            : form == NBWD_STATS_XHAT_STD    ? "NBWD_STATS_XHAT_STD"
            : form == NBWD_STATS_DST_RSTD    ? "NBWD_STATS_DST_RSTD"
+           : form == NBWD_STATS_NONE        ? "NBWD_STATS_NONE"
                                             : "?";
 }
 /* the statistics forms whose set mean is given (LayerNorm's mean forms; RMSNorm's mean
@@ -2765,15 +3009,22 @@ static nbwd_status nbwd__check_dtypes(int dt, int sdt, int pdt) {
     return NBWD_OK;
 }
 
-/* op: 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags too), 2
-   GroupNorm, 0 LayerNorm and RMSNorm */
+/* op: 0 LayerNorm, 1 BatchNorm (NBWD_USE_GLOBAL_STATS and the ReLU flags
+   too), 2 GroupNorm, 3 RMSNorm */
 NBWD__PLAN_FN
 static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_threads, int isa, float eps) {
-    const int batch_norm = op == 1;
-    if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_DST_RSTD))
-        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not NBWD_STATS_MEAN_VARIANCE, _MEAN_RSTD%s", form,
-                          batch_norm ? " or _XHAT_STD (BatchNorm has no DST_RSTD form)" : ", _XHAT_STD or _DST_RSTD");
+    const int batch_norm = op == 1, rms = op == 3, rows = op == 0 || op == 3;
+    if (form < NBWD_STATS_MEAN_VARIANCE || form > (batch_norm ? NBWD_STATS_XHAT_STD : NBWD_STATS_NONE))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.stats_form = %d is not %s, %s%s", form,
+                          rms ? "NBWD_STATS_MEAN_SQUARE" : "NBWD_STATS_MEAN_VARIANCE",
+                          rms ? "_RSTD" : "_MEAN_RSTD",
+                          batch_norm ? " or _XHAT_STD (BatchNorm has no DST_RSTD or NONE form)"
+                                     : ", _XHAT_STD, _DST_RSTD or _NONE");
     const unsigned relu = NBWD_FUSE_RELU | NBWD_FUSE_ADD_RELU;
+    if (batch_norm && (flags & NBWD_ACCUMULATE_DIFF_SRC))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.flags has NBWD_ACCUMULATE_DIFF_SRC (0x%x): it is LayerNorm's and RMSNorm's; "
+                          "BatchNorm overwrites diff_src", (unsigned)NBWD_ACCUMULATE_DIFF_SRC);
     if (batch_norm && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_USE_GLOBAL_STATS | relu)))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "desc.flags = 0x%x: the flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x), "
@@ -2784,21 +3035,29 @@ static nbwd_status nbwd__check_common(int form, unsigned flags, int op, int num_
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "desc.flags sets both NBWD_FUSE_RELU and NBWD_FUSE_ADD_RELU: the forward ended in one "
                           "ReLU, after an add or not");
-    if (!batch_norm && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
+    if (rows && (flags & ~(NBWD_ACCUMULATE_PARAM_GRADS | NBWD_ACCUMULATE_DIFF_SRC)))
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
-                          "desc.flags = 0x%x: %s only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
-                          op == 2 ? "GroupNorm's" : "LayerNorm's and RMSNorm's",
-                          (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
+                          "desc.flags = 0x%x: LayerNorm's and RMSNorm's flags are NBWD_ACCUMULATE_PARAM_GRADS (0x%x) "
+                          "and NBWD_ACCUMULATE_DIFF_SRC (0x%x)%s",
+                          flags, (unsigned)NBWD_ACCUMULATE_PARAM_GRADS, (unsigned)NBWD_ACCUMULATE_DIFF_SRC,
                           flags & (NBWD_USE_GLOBAL_STATS | relu) ? "; the others are BatchNorm's" : "");
+    if (op == 2 && (flags & ~NBWD_ACCUMULATE_PARAM_GRADS))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "desc.flags = 0x%x: GroupNorm's only flag is NBWD_ACCUMULATE_PARAM_GRADS (0x%x)%s", flags,
+                          (unsigned)NBWD_ACCUMULATE_PARAM_GRADS,
+                          flags & NBWD_ACCUMULATE_DIFF_SRC ? "; NBWD_ACCUMULATE_DIFF_SRC is LayerNorm's and RMSNorm's "
+                                                             "(GroupNorm overwrites diff_src)"
+                          : flags & (NBWD_USE_GLOBAL_STATS | relu) ? "; the others are BatchNorm's" : "");
     if (num_threads < 0)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.num_threads = %d: 0 (OpenMP's default) or a thread count",
                           num_threads);
     if (isa < 0 || isa >= NBWD_ISA_COUNT)
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.isa = %d is not an nbwd_isa", isa);
-    if (form == NBWD_STATS_MEAN_VARIANCE && !(eps > 0.0f && (double)eps <= 3.4028234663852886e38))
+    if ((form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_NONE) &&
+        !(eps > 0.0f && (double)eps <= 3.4028234663852886e38))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, /* also rejects NaN and infinity */
-                          "desc.epsilon = %g: the NBWD_STATS_MEAN_VARIANCE form needs a finite epsilon > 0",
-                          (double)eps);
+                          "desc.epsilon = %g: the %s form needs a finite epsilon > 0", (double)eps,
+                          nbwd__form_name_of(form, rms));
     return NBWD_OK;
 }
 
@@ -3177,7 +3436,10 @@ static const void *nbwd__x_of(int form, const void *src, const void *xhat, const
     return form == NBWD_STATS_XHAT_STD ? xhat : form == NBWD_STATS_DST_RSTD ? dst : src;
 }
 static const void *nbwd__spread_of(int form, const void *variance, const void *rstd, const void *std_) {
-    return form == NBWD_STATS_MEAN_VARIANCE ? variance : form == NBWD_STATS_XHAT_STD ? std_ : rstd;
+    return form == NBWD_STATS_MEAN_VARIANCE ? variance
+           : form == NBWD_STATS_XHAT_STD    ? std_
+           : form == NBWD_STATS_NONE        ? NULL
+                                            : rstd;
 }
 
 static const char *nbwd__x_name(int form) {
@@ -3206,8 +3468,9 @@ static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, co
     given[0] = src; given[1] = mean; given[2] = xhat; given[3] = variance; given[4] = rstd; given[5] = std_;
     given[6] = dst;
     if (rms) name[3] = "mean_square";
-    for (i = 0; i < 7; ++i) { /* src and mean belong to both mean forms, rstd to DST_RSTD too */
-        int belongs = i < 2 ? nbwd__has_mean(form) : form == needs[i] || (i == 4 && form == NBWD_STATS_DST_RSTD);
+    for (i = 0; i < 7; ++i) { /* src and mean belong to both mean forms (src to NONE too), rstd to DST_RSTD too */
+        int belongs = i < 2 ? nbwd__has_mean(form) || (i == 0 && form == NBWD_STATS_NONE)
+                            : form == needs[i] || (i == 4 && form == NBWD_STATS_DST_RSTD);
         if (given[i] && !belongs)
             return nbwd__fail(NBWD_ERR_BAD_PARAM,
                               "args.%s is set but desc.stats_form is %s, which does not read it: set stats_form = %s "
@@ -3220,7 +3483,7 @@ static nbwd_status nbwd__check_stats_args(int form, int rms, const void *src, co
     if (data_elems > 0 && !x)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)", nbwd__x_name(form),
                           nbwd__form_name_of(form, rms));
-    if (stat_elems > 0 && !spread)
+    if (stat_elems > 0 && !spread && form != NBWD_STATS_NONE)
         return nbwd__fail(NBWD_ERR_NULL_POINTER, "args.%s is NULL (desc.stats_form is %s)",
                           nbwd__spread_name(form, rms), nbwd__form_name_of(form, rms));
     if (stat_elems > 0 && nbwd__has_mean(form) && !mean && !rms)
@@ -3334,6 +3597,7 @@ static const char *const nbwd__ln_tensor[NBWD__MAX_T] = {"src", "diff_dst", "dif
 typedef struct nbwd__ln_plan {
     int rms; /* RMSNorm: no mean, mean(g) not subtracted */
     int rank, axis, dt, sdt, pdt, form, affine, accumulate;
+    int accumulate_dx; /* NBWD_ACCUMULATE_DIFF_SRC: diff_src is its own residual gradient */
     float eps, gamma_offset;
     int64_t rows, n;
     int64_t st[NBWD__MAX_T][NBWD_MAX_RANK]; /* x, dy, dx, mean, spread, residual */
@@ -3403,13 +3667,15 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.begin_norm_axis = %lld is outside [%d, %d] for rank %d",
                           (long long)axis, -d->rank, d->rank - 1, d->rank);
     p->axis = (int)(axis < 0 ? axis + d->rank : axis);
-    if ((s = nbwd__check_common((int)d->stats_form, d->flags, 0, d->num_threads, (int)d->isa, d->epsilon)) != NBWD_OK)
+    if ((s = nbwd__check_common((int)d->stats_form, d->flags, rms ? 3 : 0, d->num_threads, (int)d->isa, d->epsilon)) !=
+        NBWD_OK)
         return s;
     if ((s = nbwd__check_dtypes((int)d->data_dtype, (int)d->stats_dtype, (int)d->param_dtype)) != NBWD_OK) return s;
     p->dt = (int)d->data_dtype; p->sdt = (int)d->stats_dtype; p->pdt = (int)d->param_dtype;
     p->form = (int)d->stats_form;
     p->affine = d->use_affine != 0;
     p->accumulate = (d->flags & NBWD_ACCUMULATE_PARAM_GRADS) != 0;
+    p->accumulate_dx = (d->flags & NBWD_ACCUMULATE_DIFF_SRC) != 0;
     p->eps = d->epsilon;
     if (!(d->gamma_offset - d->gamma_offset == 0.0f)) /* NaN or infinite */
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "desc.gamma_offset = %g: it must be finite", (double)d->gamma_offset);
@@ -3525,6 +3791,16 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
         return nbwd__fail(NBWD_ERR_BAD_PARAM,
                           "args.diff_residual is set but args.diff_src is NULL (the residual gradient is added to "
                           "diff_src)");
+    if (a->diff_residual && p->accumulate_dx)
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.diff_residual is set with NBWD_ACCUMULATE_DIFF_SRC: diff_src += the gradient is the "
+                          "residual route with diff_src as the residual; add one tensor to the other first, or "
+                          "pass diff_residual = diff_src without the flag");
+    if (!p->affine && (a->gamma || a->beta))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.%s is set but desc.use_affine = 0 (no gamma and beta): set use_affine = 1, or "
+                          "leave them NULL",
+                          a->gamma ? "gamma" : "beta");
     for (i = 0; i < p->axis; ++i) outer_dims[i] = d->dims[i];
     if (a->diff_src && !nbwd__no_self_overlap(p->axis, outer_dims, p->st[NBWD__LN_DX], p->n))
         return nbwd__fail(NBWD_ERR_BAD_STRIDES,
@@ -3600,18 +3876,21 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
     int64_t res_off[NBWD__ROW_BATCH], mean_off[NBWD__ROW_BATCH], spread_off[NBWD__ROW_BATCH];
-    const int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     const int f32_stats = p->sdt == NBWD_F32 && nbwd__has_mean(p->form);
+    int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     nbwd__rows batch;
     if (end > p->rows) end = p->rows;
     batch.n = n;
     batch.cols.gamma = r->gamma;
     batch.rms = p->rms;
+    batch.none = p->form == NBWD_STATS_NONE;
+    batch.eps = p->eps;
     /* both partials when either output is wanted: the kernels take both or
        neither, and the final reduction adds the whole block */
     batch.cols.dg = r->partials ? r->partials + b * 2 * n : NULL;
     batch.cols.db = r->partials ? r->partials + b * 2 * n + n : NULL;
     if (r->partials) memset(r->partials + b * 2 * n, 0, (size_t)n * 8);
+    if (most < 1) most = 1;
     while (row < end) {
         batch.x = r->x; /* (staging points them into the slot) */
         batch.dy = r->dy;
@@ -3619,7 +3898,10 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         batch.dt = p->dt;
         batch.stream = r->stream;
         batch.count = end - row < most ? end - row : most;
-        if (r->outer.nd == 1 && f32_stats) {
+        if (p->form == NBWD_STATS_NONE) { /* the kernels find the statistics */
+            nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL,
+                              res_off);
+        } else if (r->outer.nd == 1 && f32_stats) {
             /* the common case, one (merged) outer dim and f32 statistics:
                the offsets and the statistics in one loop (as the offsets
                helper and a loop over its statistics' offsets, rows of 24
@@ -3682,7 +3964,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     /* the pieces this call uses: gamma (and DST_RSTD's unscale), the
        partials for diff_gamma/diff_beta, the slots for staged rows; a
        dx-only call with dense f32 gamma and nothing staged needs none */
-    staged = (args->diff_residual && args->diff_src) ||
+    staged = ((args->diff_residual || p.accumulate_dx) && args->diff_src) ||
              (p.form == NBWD_STATS_DST_RSTD && p.affine && (args->diff_src || args->diff_gamma));
     own = staged ? p.ws_bytes : p.ws_stage + NBWD__WS_ALIGN;
     if (!args->diff_gamma && !args->diff_beta && !staged)
@@ -3708,10 +3990,12 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
         r.x = (const char *)nbwd__x_of(p.form, args->src, args->xhat, args->dst);
         r.dy = (const char *)args->diff_dst;
         r.dx = (char *)args->diff_src;
-        r.res = (const char *)args->diff_residual;
-        /* no residual: its strides copy diff_src's, never keeping the
-           outer dims from merging */
-        if (!r.res) memcpy(p.st[NBWD__LN_RES], p.st[NBWD__LN_DX], sizeof p.st[NBWD__LN_DX]);
+        /* NBWD_ACCUMULATE_DIFF_SRC: diff_src is its own residual gradient
+           (read as it is written, row by row: as diff_residual = diff_src) */
+        r.res = (const char *)(p.accumulate_dx ? args->diff_src : args->diff_residual);
+        /* no residual of its own: its strides copy diff_src's, never keeping
+           the outer dims from merging */
+        if (!args->diff_residual) memcpy(p.st[NBWD__LN_RES], p.st[NBWD__LN_DX], sizeof p.st[NBWD__LN_DX]);
         r.mean = (const char *)args->mean;
         r.spread = (const char *)nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
         /* gamma (+ offset) enters only the sums, which only dx needs: ones
@@ -4703,7 +4987,9 @@ typedef struct nbwd__gn_plan {
     nbwd__params par;                /* gamma, beta, diff_gamma, diff_beta: [C] */
     int64_t piece, pieces;           /* NCX: a plane's pieces of up to `piece` elements */
     int64_t rows_per_block, nblocks; /* NXC: row blocks per sample */
-    size_t ws_coef, ws_partials, ws_bytes;
+    int64_t none_lanes;              /* NBWD_STATS_NONE, NXC: samples whose statistics are found at once */
+    int64_t none_lane_bytes;         /* ... and each lane's scratch (2 C doubles, 3 C floats; whole lines) */
+    size_t ws_coef, ws_partials, ws_none, ws_bytes;
 } nbwd__gn_plan;
 
 typedef struct nbwd__gn_run {
@@ -4718,6 +5004,7 @@ typedef struct nbwd__gn_run {
     float *odd;                        /* [N * C]: (n, c) keeps g = dy * gamma (1): see nbwd__gn_fold */
     const float *row_gain;             /* NXC with an odd (n, c): [N * C] gains, 1 where folded; else NULL */
     float *partials;
+    char *none_scratch;                /* NBWD_STATS_NONE, NXC: the lanes' column sums (see the plan) */
     int want_dx, stream;
 } nbwd__gn_run;
 
@@ -4811,6 +5098,17 @@ static nbwd_status nbwd__gn_plan_desc(const nbwd_group_norm_bwd_desc *d, nbwd__g
         if (p->pieces > 1)
             p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)(p->N * p->C * p->pieces) * 2 * 4);
     }
+    if (p->form == NBWD_STATS_NONE) {
+        /* the sets' mean and variance (double), and NXC's per-lane column
+           sums: 3 C floats (the batch's sums, the pivot) and 2 C doubles */
+        size_t bytes = (size_t)(p->N * p->G) * 16;
+        if (p->nxc) {
+            p->none_lanes = p->N < NBWD__STAGE_SLOTS ? p->N : NBWD__STAGE_SLOTS;
+            p->none_lane_bytes = (p->C * 28 + NBWD__WS_ALIGN - 1) / NBWD__WS_ALIGN * NBWD__WS_ALIGN;
+            bytes += (size_t)(p->none_lanes * p->none_lane_bytes);
+        }
+        p->ws_none = nbwd__ws_take(&p->ws_bytes, bytes);
+    }
     p->ws_bytes += NBWD__WS_ALIGN;
     return NBWD_OK;
 }
@@ -4851,6 +5149,11 @@ static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const 
     if (!p->affine && (a->diff_gamma || a->diff_beta))
         return nbwd__fail(NBWD_ERR_BAD_PARAM, "args.%s is set but desc.use_affine = 0 (no gamma, no gamma gradients)",
                           a->diff_gamma ? "diff_gamma" : "diff_beta");
+    if (!p->affine && (a->gamma || a->beta))
+        return nbwd__fail(NBWD_ERR_BAD_PARAM,
+                          "args.%s is set but desc.use_affine = 0 (no gamma and beta): set use_affine = 1, or "
+                          "leave them NULL",
+                          a->gamma ? "gamma" : "beta");
     if ((s = nbwd__check_stats_args(p->form, 0, a->src, a->xhat, a->dst, a->mean, a->variance, a->rstd, a->std, total,
                                     p->N * p->G)) != NBWD_OK)
         return s;
@@ -5122,6 +5425,91 @@ static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
     }
 }
 
+/* NBWD_STATS_NONE: each set's mean and variance from x, in double, at
+   st[2 (n groups + g)] and st[... + 1]. Each channel's part (its plane of
+   S elements) is found by the kernels in a fixed order (NCX: the plane a
+   row of the statistics kernel; NXC: sample n's columns, 16 rows at a time
+   in f32, then the batches added in double in row order, around a pivot,
+   the columns' f32 means); a set's channels are then combined in channel
+   order by Chan, Golub and LeVeque's update (mean and sum of squared
+   deviations of two parts: exact in real arithmetic, no cancellation). */
+typedef struct nbwd__moments {
+    double count, mean, m2; /* m2: the sum of squared deviations from the mean */
+} nbwd__moments;
+static void nbwd__moments_add(nbwd__moments *a, double count, double mean, double var) {
+    double total = a->count + count, delta = mean - a->mean;
+    if (total <= 0.0) return;
+    a->mean += delta * (count / total);
+    a->m2 += var * count + delta * delta * (a->count * count / total);
+    a->count = total;
+}
+static void nbwd__gn_none_sample(const nbwd__gn_run *r, int64_t n, int64_t lane, double *st) {
+    const nbwd__gn_plan *p = r->p;
+    const int64_t C = p->C, S = p->S;
+    nbwd__rows batch;
+    nbwd__moments set;
+    double part[2 * NBWD__ROW_BATCH], *mc, *vc;
+    float *sums, *pivot;
+    int64_t c, g, row, i;
+    int pass;
+    memset(&batch, 0, sizeof batch);
+    batch.dt = p->dt;
+    batch.x = r->x;
+    if (!p->nxc) { /* each plane is a row of S elements */
+        batch.n = S;
+        for (g = 0; g < p->G; ++g) {
+            memset(&set, 0, sizeof set);
+            for (c = 0; c < p->Cg; c += batch.count) {
+                batch.count = p->Cg - c < NBWD__ROW_BATCH ? p->Cg - c : NBWD__ROW_BATCH;
+                for (i = 0; i < batch.count; ++i)
+                    batch.x_off[i] = n * p->st[NBWD__GN_X][0] + (g * p->Cg + c + i) * p->st[NBWD__GN_X][1];
+                nbwd__run_row_stats(r->k, &batch, part);
+                for (i = 0; i < batch.count; ++i) nbwd__moments_add(&set, (double)S, part[2 * i], part[2 * i + 1]);
+            }
+            st[2 * (n * p->G + g)] = set.mean;
+            st[2 * (n * p->G + g) + 1] = set.m2 / set.count;
+        }
+        return;
+    }
+    /* NXC: the sample's S rows of C channels, twice: the column sums (the
+       pivots: their f32 means), then the sums of x - pivot and its squares */
+    mc = (double *)(void *)(r->none_scratch + lane * p->none_lane_bytes); /* (doubles first: aligned) */
+    vc = mc + C;
+    sums = (float *)(void *)(vc + C);
+    pivot = sums + 2 * C;
+    batch.n = C;
+    for (pass = 0; pass < 2; ++pass) {
+        for (c = 0; c < C; ++c) mc[c] = vc[c] = 0.0;
+        for (row = 0; row < S; row += batch.count) { /* (short f32 chains, as in the rows' statistics) */
+            batch.count = S - row < NBWD__STATS_BLOCK ? S - row : NBWD__STATS_BLOCK;
+            nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
+            for (i = 0; i < batch.count; ++i) batch.x_off[i] += n * p->st[NBWD__GN_X][0];
+            memset(sums, 0, (size_t)C * 8);
+            nbwd__run_col_stats(r->k, &batch, pass ? pivot : NULL, sums);
+            for (c = 0; c < C; ++c) {
+                mc[c] += (double)sums[c];
+                vc[c] += (double)sums[C + c];
+            }
+        }
+        if (!pass)
+            for (c = 0; c < C; ++c) pivot[c] = (float)(mc[c] / (double)S);
+    }
+    for (g = 0; g < p->G; ++g) {
+        memset(&set, 0, sizeof set);
+        for (c = g * p->Cg; c < (g + 1) * p->Cg; ++c) { /* channel c: mean pivot + mean(d), variance mean(d^2) - mean(d)^2 */
+            const double d = mc[c] / (double)S, var = vc[c] / (double)S - d * d;
+            nbwd__moments_add(&set, (double)S, (double)pivot[c] + d, var > 0.0 ? var : 0.0);
+        }
+        st[2 * (n * p->G + g)] = set.mean;
+        st[2 * (n * p->G + g) + 1] = set.m2 / set.count;
+    }
+}
+/* The lanes of the NXC statistics: samples lane, lane + lanes, ... */
+static void nbwd__gn_none_lane(const nbwd__gn_run *r, int64_t lane, int64_t lanes, double *st) {
+    int64_t n;
+    for (n = lane; n < r->p->N; n += lanes) nbwd__gn_none_sample(r, n, lane, st);
+}
+
 NBWD__PLAN_FN
 static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, const nbwd_group_norm_bwd_args *args,
                                         void *workspace, size_t workspace_bytes) {
@@ -5173,11 +5561,35 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
         r.gain[c] = reads_gamma ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, c), p.pdt) : 1.0f;
     r.stream = r.want_dx && (double)(NC * p.S) * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
                (p.nxc || p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
+    if (p.nxc) { /* a sample's rows: the spatial dims */
+        int64_t st3[NBWD__GN_DATA][NBWD_MAX_RANK]; /* the spatial dims' strides */
+        int t, d;
+        for (t = 0; t < NBWD__GN_DATA; ++t)
+            for (d = 0; d + 2 < p.rank; ++d) st3[t][d] = p.st[t][d + 1];
+        nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, NBWD__GN_DATA, st3);
+    }
+    if (p.form == NBWD_STATS_NONE) { /* the sets' statistics from x */
+        double *st = (double *)(void *)(ws + p.ws_none);
+        r.none_scratch = (char *)(st + 2 * p.N * p.G);
+        if (p.nxc) {
+            threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.none_lanes);
+            NBWD__PARALLEL_FOR(threads, i, p.none_lanes, nbwd__gn_none_lane(&r, i, p.none_lanes, st));
+        } else {
+            threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.N);
+            NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_none_sample(&r, i, 0, st));
+        }
+    }
     for (n = 0; n < p.N; ++n)
         for (g = 0; g < p.G; ++g) {
             float xm, xs, rstd;
-            nbwd__stats(p.form, p.sdt, p.eps, args->mean, n * p.mean_st[0] + g * p.mean_st[1], spread,
-                        n * p.var_st[0] + g * p.var_st[1], &xm, &xs, &rstd);
+            if (p.form == NBWD_STATS_NONE) { /* as the MEAN_VARIANCE form takes them */
+                const double *st = (const double *)(const void *)(ws + p.ws_none) + 2 * (n * p.G + g);
+                xm = (float)st[0];
+                rstd = xs = (float)(1.0 / sqrt((double)(float)st[1] + (double)p.eps));
+            } else {
+                nbwd__stats(p.form, p.sdt, p.eps, args->mean, n * p.mean_st[0] + g * p.mean_st[1], spread,
+                            n * p.var_st[0] + g * p.var_st[1], &xm, &xs, &rstd);
+            }
             for (c = g * p.Cg; c < (g + 1) * p.Cg; ++c) {
                 if (p.form == NBWD_STATS_DST_RSTD && reads_gamma) { /* xhat = (dst - beta) * (1 / gamma) */
                     float ge = r.gain[c];
@@ -5194,13 +5606,6 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     sets = p.N * p.G;
     if (p.nxc) {
         int64_t units = p.N * p.nblocks;
-        {
-            int64_t st3[NBWD__GN_DATA][NBWD_MAX_RANK]; /* the spatial dims' strides */
-            int t, d;
-            for (t = 0; t < NBWD__GN_DATA; ++t)
-                for (d = 0; d + 2 < p.rank; ++d) st3[t][d] = p.st[t][d + 1];
-            nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, NBWD__GN_DATA, st3);
-        }
         threads = nbwd__pick_threads(desc->num_threads, NC * p.S, units);
         NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 0));
         for (n = 0; n < p.N; ++n) nbwd__gn_nxc_sample_sums(&r, n);

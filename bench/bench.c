@@ -301,6 +301,8 @@ typedef struct problem {
     int frozen; /* BatchNorm with NBWD_USE_GLOBAL_STATS ("bn-...-frozen:"): diff_src alone, one pass */
     int rms;    /* RMSNorm ("rms:"): a LayerNorm row without a mean */
     int res;    /* "ln-res:", "rms-res:": a residual gradient added to diff_src (the peer: norm, then an add) */
+    int none;   /* "ln-none:", "rms-none:": NBWD_STATS_NONE (x alone), use_affine = 0, diff_src alone (the
+                   peer: a ggml-style loop that recomputes the statistics; also timed: the saved-statistics call) */
     int relu;   /* BatchNorm "-relu" (NBWD_FUSE_RELU) 1, "-addrelu" (NBWD_FUSE_ADD_RELU) 2 */
     int64_t groups; /* GroupNorm: G (G = C: InstanceNorm, row label IN) */
     int64_t dims[NBWD_MAX_RANK]; /* LN: [rows, cols]; BN, GN: [N, C, spatial...] (logical NCX order) */
@@ -311,7 +313,8 @@ typedef struct problem {
    fused ReLU, the fused add + ReLU; GN: GroupNorm, IN: InstanceNorm (GN with
    groups = C) */
 #define OP_LABEL(p)                                                                                    \
-    ((p)->op == OP_LN ? ((p)->rms ? ((p)->res ? "RMS+res" : "RMS") : (p)->res ? "LN+res" : "LN") \
+    ((p)->op == OP_LN ? ((p)->rms ? ((p)->res ? "RMS+res" : (p)->none ? "RMSnone" : "RMS")             \
+                                  : (p)->res ? "LN+res" : (p)->none ? "LNnone" : "LN")              \
      : (p)->op == OP_GN ? ((p)->groups == (p)->dims[1] ? "IN" : "GN")                            \
      : (p)->frozen    ? "BNf"                                                                   \
      : (p)->relu      ? ((p)->relu == 2 ? "BNar" : "BNr")                                       \
@@ -333,6 +336,7 @@ static int64_t prob_sets(const problem *p) {
 static int64_t prob_params(const problem *p) { return p->dims[1]; }
 static double prob_bytes(const problem *p) {
     double e = (double)prob_elems(p), esz = (double)dt_size(p->dt);
+    if (p->op == OP_LN && p->none) return 3.0 * e * esz; /* x, dy, dx alone */
     if (p->op == OP_LN) /* x, dy, dx (and the residual); mean (not RMSNorm) and variance; gamma, dgamma, dbeta */
         return (p->res ? 4.0 : 3.0) * e * esz + (p->rms ? 1.0 : 2.0) * 4.0 * (double)p->dims[0] +
                3.0 * 4.0 * (double)p->dims[1];
@@ -390,6 +394,10 @@ static int parse_problem(const char *spec, int dt, problem *p) {
     if (strcmp(kind, "ln-res") == 0 || strcmp(kind, "rms-res") == 0) {
         kind[strlen(kind) - 4] = 0;
         p->res = 1;
+    }
+    if (strcmp(kind, "ln-none") == 0 || strcmp(kind, "rms-none") == 0) {
+        kind[strlen(kind) - 5] = 0;
+        p->none = 1;
     }
     if (strcmp(kind, "ln") == 0 || strcmp(kind, "rms") == 0) {
         int64_t rows = 1;
@@ -503,6 +511,8 @@ static void data_make(const problem *p, data *D) {
     memset(D->dx2, 0, (size_t)E * esz);
     for (i = 0; i < nsets; ++i) { off[i] = 4.0 * urand() - 2.0; sc[i] = 0.5 + 1.5 * urand(); }
     for (i = 0; i < npar; ++i) { D->gamma[i] = (float)(0.5 + urand()); D->beta[i] = (float)(urand() - 0.5); }
+    if (p->none) /* use_affine = 0: the reference's gamma is 1 */
+        for (i = 0; i < npar; ++i) D->gamma[i] = 1.0f;
     prob_abk(p, &A, &B, &K);
     i = 0;
     for (a = 0; a < A; ++a)
@@ -640,8 +650,8 @@ static void do_check(const problem *p, const data *D, const void *dx, const floa
     int64_t E = prob_elems(p), npar = prob_params(p), bad1, bad2 = -1, bad3 = -1;
     double tdx = p->dt == NBWD_F32 ? 1e-5 : p->dt == NBWD_BF16 ? 1.0 / 256 : 1.0 / 1024, tp = 5e-5;
     c->err_dx = rel_l2_f(dx, p->dt, D->ref_dx, E, &bad1);
-    c->err_dg = p->frozen ? 0.0 : rel_l2_d(dg, D->ref_dg, npar, &bad2); /* frozen rows: diff_src alone */
-    c->err_db = p->frozen ? 0.0 : rel_l2_d(db, D->ref_db, npar, &bad3);
+    c->err_dg = p->frozen || p->none ? 0.0 : rel_l2_d(dg, D->ref_dg, npar, &bad2); /* frozen, none: diff_src alone */
+    c->err_db = p->frozen || p->none ? 0.0 : rel_l2_d(db, D->ref_db, npar, &bad3);
     c->worst = c->err_dx / tdx;
     if (c->err_dg / tp > c->worst) c->worst = c->err_dg / tp;
     if (c->err_db / tp > c->worst) c->worst = c->err_db / tp;
@@ -669,6 +679,7 @@ typedef struct libcall {
     nbwd_isa isa;
     int caller_ws;
     int unfused; /* res rows' peer: the norm into dx2 (no residual), then dx2 += res in a pass of its own */
+    int saved;   /* none rows: the same call with the saved statistics, into dx2 */
     union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; nbwd_group_norm_bwd_desc gn; } desc;
 } libcall;
 
@@ -683,6 +694,10 @@ static void lib_setup(libcall *L, const problem *p, data *D, nbwd_isa isa, int c
         else nbwd_layer_norm_bwd_desc_init(&L->desc.ln, 2, p->dims);
         L->desc.ln.data_dtype = (nbwd_dtype)p->dt;
         L->desc.ln.isa = isa;
+        if (p->none) {
+            L->desc.ln.stats_form = NBWD_STATS_NONE;
+            L->desc.ln.use_affine = 0;
+        }
     } else {
         int64_t dims[NBWD_MAX_RANK];
         int d;
@@ -750,21 +765,23 @@ static nbwd_status lib_run(libcall *L) {
     data *D = L->D;
     void *ws = L->caller_ws ? D->ws : NULL;
     size_t wsb = L->caller_ws ? D->ws_bytes : 0;
-    void *dx = L->unfused ? D->dx2 : D->dx;
+    void *dx = L->unfused || L->saved ? D->dx2 : D->dx;
     float *dg = L->unfused ? D->dg2 : D->dg, *db = L->unfused ? D->db2 : D->db;
     const void *res = L->unfused ? NULL : D->res;
+    const int none = L->p->none, stats = !none || L->saved; /* none rows: x alone, or the saved statistics */
     nbwd_status s;
     if (L->p->op == OP_LN && L->p->rms) {
         nbwd_rms_norm_bwd_args a;
         memset(&a, 0, sizeof a);
-        a.src = D->x; a.diff_dst = D->dy; a.mean_square = D->var; a.gamma = D->gamma;
-        a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db; a.diff_residual = res;
+        a.src = D->x; a.diff_dst = D->dy; a.mean_square = stats ? D->var : NULL; a.gamma = none ? NULL : D->gamma;
+        a.diff_src = dx; a.diff_gamma = none ? NULL : dg; a.diff_beta = none ? NULL : db; a.diff_residual = res;
         s = nbwd_rms_norm_bwd(&L->desc.ln, &a, ws, wsb);
     } else if (L->p->op == OP_LN) {
         nbwd_layer_norm_bwd_args a;
         memset(&a, 0, sizeof a);
-        a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
-        a.beta = D->beta; a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db; a.diff_residual = res;
+        a.src = D->x; a.diff_dst = D->dy; a.mean = stats ? D->mean : NULL; a.variance = stats ? D->var : NULL;
+        a.gamma = none ? NULL : D->gamma; a.beta = none ? NULL : D->beta; a.diff_src = dx;
+        a.diff_gamma = none ? NULL : dg; a.diff_beta = none ? NULL : db; a.diff_residual = res;
         s = nbwd_layer_norm_bwd(&L->desc.ln, &a, ws, wsb);
     } else if (L->p->op == OP_GN) {
         nbwd_group_norm_bwd_args a;
@@ -793,6 +810,57 @@ typedef struct timing {
 
 typedef int (*run_fn)(void *ctx);
 static int run_lib_cb(void *ctx) { return lib_run((libcall *)ctx) == NBWD_OK ? 0 : -1; }
+
+/* The none rows' peer: a backward that recomputes each row's statistics
+   from x, written for this bench the way ggml writes rms_norm_back (f32
+   products summed in double in one pass over the row, then dx through f32
+   vector-style passes, rows split over the threads): RMSNorm
+     sum_xx, sum_xdz; rrms = 1 / sqrtf(sum_xx / n + eps);
+     dx = (x * (float)(-sum_xdz / (sum_xx + eps n)) + dz) * rrms
+   and LayerNorm in the same style (sums of x, x^2, dz, x dz; mean, rstd;
+   dx = ((x - mean) * c1 + dz - mean(dz)) * rstd, c1 the xhat term's
+   coefficient over x - mean). f32 data only. */
+typedef struct ggmlcall { const problem *p; data *D; } ggmlcall;
+static int run_ggml_style_cb(void *ctx) {
+    const ggmlcall *g = (const ggmlcall *)ctx;
+    const int64_t rows = g->p->dims[0], n = g->p->dims[1];
+    const float eps = 1e-5f;
+    const int rms = g->p->rms;
+    int64_t r;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (r = 0; r < rows; ++r) {
+        const float *x = (const float *)g->D->x + r * n, *dz = (const float *)g->D->dy + r * n;
+        float *dx = (float *)g->D->dx2 + r * n;
+        double sum_x = 0.0, sum_xx = 0.0, sum_dz = 0.0, sum_xdz = 0.0;
+        int64_t i;
+        for (i = 0; i < n; ++i) {
+            sum_xx += (double)(x[i] * x[i]);
+            sum_xdz += (double)(x[i] * dz[i]);
+            if (!rms) {
+                sum_x += (double)x[i];
+                sum_dz += (double)dz[i];
+            }
+        }
+        if (rms) {
+            const float rrms = 1.0f / sqrtf((float)(sum_xx / (double)n) + eps);
+            const float c = (float)(-sum_xdz / (sum_xx + (double)eps * (double)n));
+            for (i = 0; i < n; ++i) dx[i] = x[i] * c;
+            for (i = 0; i < n; ++i) dx[i] += dz[i];
+            for (i = 0; i < n; ++i) dx[i] *= rrms;
+        } else {
+            const double mean = sum_x / (double)n, var = sum_xx / (double)n - mean * mean;
+            const double cov = sum_xdz / (double)n - mean * sum_dz / (double)n; /* mean((x - mean) dz) */
+            const float rstd = (float)(1.0 / sqrt(var + (double)eps)), fmean = (float)mean;
+            const float c1 = (float)(-cov / (var + (double)eps)), mdz = (float)(sum_dz / (double)n);
+            for (i = 0; i < n; ++i) dx[i] = (x[i] - fmean) * c1;
+            for (i = 0; i < n; ++i) dx[i] += dz[i] - mdz;
+            for (i = 0; i < n; ++i) dx[i] *= rstd;
+        }
+    }
+    return 0;
+}
 typedef struct dnnlcall { bench_dnnl *h; data *D; } dnnlcall;
 static int run_dnnl_cb(void *ctx) {
     dnnlcall *c = (dnnlcall *)ctx;
@@ -842,7 +910,7 @@ typedef struct row {
     char same[8];
     int dnnl_state; /* 0 n/a, 1 ok, 2 check failed */
     double dnnl_med, dnnl_gbs, speedup;
-    char dnnl_impl[40];
+    char dnnl_impl[64];
 } row;
 
 static row rows[MAX_ROWS];
@@ -960,6 +1028,9 @@ static void usage(void) {
            "                  rms:RxN: RMSNorm (row label RMS)\n"
            "                  ln-res:RxN, rms-res:RxN: with a residual gradient added to diff_src (row label\n"
            "                  LN+res, RMS+res; the peer columns: the call without it, then a separate add)\n"
+           "                  ln-none:RxN, rms-none:RxN: the statistics computed in the call (NBWD_STATS_NONE),\n"
+           "                  no gamma, diff_src alone (row label LNnone, RMSnone; the peer columns: a ggml-style\n"
+           "                  loop that recomputes them; the saved-statistics call's time in the impl column)\n"
            "                  gn-ncx:NxCxHxW/G, gn-nxc:NxCxHxW/G: GroupNorm, G groups dividing C (row label GN;\n"
            "                  IN, InstanceNorm, when G = C); no oneDNN peer (bench/torch_peer.py times PyTorch's)\n"
            "  --dtype LIST    f32,bf16,f16 for every shape (default: LayerNorm, RMSNorm and GroupNorm f32+bf16,\n"
@@ -1242,7 +1313,40 @@ int main(int argc, char **argv) {
             r->gbs = bytes / tm.med * 1e-9;
             /* oneDNN takes its thread count when the primitive is created
                (its OpenMP regions name it), so one primitive per thread count */
-            if (p->res) { /* the peer: the same call without the residual, then a separate add */
+            if (p->none) { /* the peer: the ggml-style loop; beside it the saved-statistics call */
+                libcall U = L;
+                ggmlcall gc;
+                check c2;
+                double saved_med = 0.0;
+                U.saved = 1;
+                U.desc.ln.stats_form = NBWD_STATS_MEAN_VARIANCE; /* (RMSNorm's MEAN_SQUARE) */
+                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
+                if (lib_run(&U) == NBWD_OK) {
+                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
+                    if (!c2.ok)
+                        fprintf(stderr, "\n*** saved-statistics check failed: %s %s %s: %s\n", OP_LABEL(p), p->shape,
+                                dt_name(p->dt), c2.msg);
+                    if (time_it(run_lib_cb, &U, &tm) == 0) saved_med = tm.med;
+                }
+                gc.p = p;
+                gc.D = &D;
+                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
+                if (p->dt == NBWD_F32 && run_ggml_style_cb(&gc) == 0) {
+                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
+                    if (!c2.ok)
+                        fprintf(stderr, "\n*** ggml-style loop check failed: %s %s: %s\n", OP_LABEL(p), p->shape,
+                                c2.msg);
+                    if (time_it(run_ggml_style_cb, &gc, &tm) == 0) {
+                        r->dnnl_state = c2.ok ? 1 : 2;
+                        r->dnnl_med = tm.med;
+                        r->dnnl_gbs = bytes / tm.med * 1e-9;
+                        r->speedup = tm.med / r->med;
+                    }
+                }
+                snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "%s; saved stats %.3f ms (%.2fx)",
+                         p->dt == NBWD_F32 ? "ggml-style" : "n/a", saved_med * 1e3,
+                         saved_med > 0 ? saved_med / r->med : 0.0);
+            } else if (p->res) { /* the peer: the same call without the residual, then a separate add */
                 libcall U = L;
                 check c2;
                 U.unfused = 1;
@@ -1373,7 +1477,9 @@ int main(int argc, char **argv) {
            "check: rel. L2 error vs float64 reference (worst of dx, dgamma, dbeta) before timing; det: outputs\n"
            "bitwise equal to the first thread count's; dnnl_ms '!': oneDNN's result failed the same check.\n"
            "%%ceil: of the row's ceiling (DRAM: the better store kind); %%rs: of the regular-store ceiling.\n"
-           "speedup: oneDNN median / norm_bwd median (> 1: norm_bwd faster); on +res rows the peer columns are the unfused pair (the call without the residual, then a separate add).\n\n",
+           "speedup: oneDNN median / norm_bwd median (> 1: norm_bwd faster); on +res rows the peer columns are the unfused pair (the call without the residual, then a separate add);\n"
+           "on none rows (statistics computed in the call, no gamma, diff_src alone) a ggml-style loop that recomputes them, and the\n"
+           "impl column gives the saved-statistics call's median and saved / none (> 1: the none call faster).\n\n",
            caller_ws ? "from the caller" : "NULL (library allocates)");
     print_row_header();
     for (i = 0; i < nrows; ++i) print_row(&rows[i]);

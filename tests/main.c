@@ -204,7 +204,9 @@ const char *t_dtype_name(nbwd_dtype dt) {
 }
 const char *t_form_name(nbwd_stats_form f) {
     return f == NBWD_STATS_MEAN_VARIANCE ? "mean_var" : f == NBWD_STATS_MEAN_RSTD ? "mean_rstd"
-           : f == NBWD_STATS_XHAT_STD ? "xhat_std" : f == NBWD_STATS_DST_RSTD ? "dst_rstd" : "bad";
+           : f == NBWD_STATS_XHAT_STD ? "xhat_std" : f == NBWD_STATS_DST_RSTD ? "dst_rstd"
+           : f == NBWD_STATS_NONE     ? "none"
+                                      : "bad";
 }
 
 double t_round_to(nbwd_dtype dt, double v) {

@@ -69,33 +69,44 @@ enum {
     DET_LN,
     DET_RMS_RES,     /* RMSNorm, mean-square form, a residual tensor of its own */
     DET_LN_DST_INPL, /* LayerNorm from dst, gamma_offset 1, the residual accumulated in diff_src */
-    DET_RMS_DST_RES  /* RMSNorm from dst, a residual tensor of its own */
+    DET_RMS_DST_RES, /* RMSNorm from dst, a residual tensor of its own */
+    DET_LN_NONE,     /* LayerNorm from src alone (NBWD_STATS_NONE) */
+    DET_RMS_NONE     /* RMSNorm from src alone, the residual accumulated in diff_src */
 };
-static const char *const k_det_names[] = {"LN", "RMS+res", "LN dst+res in place", "RMS dst+res"};
+static const char *const k_det_names[] = {"LN", "RMS+res", "LN dst+res in place", "RMS dst+res", "LN none",
+                                          "RMS none+acc dx"};
 
 static nbwd_status ln_det_call(int variant, ln_inputs *in, const t_buf *res, t_buf *dx) {
-    const int rms = variant == DET_RMS_RES || variant == DET_RMS_DST_RES;
+    const int rms = variant == DET_RMS_RES || variant == DET_RMS_DST_RES || variant == DET_RMS_NONE;
     const int from_dst = variant == DET_LN_DST_INPL || variant == DET_RMS_DST_RES;
+    const int none = variant == DET_LN_NONE || variant == DET_RMS_NONE;
     nbwd_rms_norm_bwd_args ra;
     int64_t i, count = res->dims[0] * res->dims[1];
     if (from_dst) {
         in->d.stats_form = NBWD_STATS_DST_RSTD;
         in->a.src = NULL; in->a.mean = NULL; in->a.variance = NULL;
         in->a.dst = in->x.base; in->a.rstd = in->v.base;
+    } else if (none) {
+        in->d.stats_form = NBWD_STATS_NONE;
+        in->a.mean = NULL; in->a.variance = NULL;
     } else if (rms) {
         in->d.stats_form = NBWD_STATS_MEAN_SQUARE;
+    }
+    if (variant == DET_RMS_NONE) { /* diff_src += the gradient: the same starting values every time */
+        in->d.flags |= NBWD_ACCUMULATE_DIFF_SRC;
+        for (i = 0; i < count; ++i) t_buf_set(dx, i, t_buf_get(res, i));
     }
     if (variant == DET_LN_DST_INPL) {
         in->d.gamma_offset = 1.0f;
         for (i = 0; i < count; ++i) t_buf_set(dx, i, t_buf_get(res, i)); /* diff_src holds the residual gradient */
         in->a.diff_residual = dx->base;
-    } else if (variant != DET_LN) {
+    } else if (variant != DET_LN && !none) {
         in->a.diff_residual = res->base;
     }
     if (!rms) return nbwd_layer_norm_bwd(&in->d, &in->a, NULL, 0);
     memset(&ra, 0, sizeof ra);
     if (from_dst) { ra.dst = in->x.base; ra.rstd = in->v.base; }
-    else { ra.src = in->x.base; ra.mean_square = in->v.base; }
+    else { ra.src = in->x.base; ra.mean_square = none ? NULL : in->v.base; }
     ra.diff_dst = in->a.diff_dst; ra.gamma = in->a.gamma;
     ra.diff_src = in->a.diff_src; ra.diff_gamma = in->a.diff_gamma; ra.diff_beta = in->a.diff_beta;
     ra.diff_residual = in->a.diff_residual;
@@ -114,7 +125,8 @@ static void ln_det(int64_t rows, int64_t n, nbwd_dtype dt, int accumulate, int v
     t_case("determinism %s %lldx%lld dt=%s acc=%d isa=%s", k_det_names[variant], (long long)rows, (long long)n,
            t_dtype_name(dt), accumulate, nbwd_isa_name(g_test_isa));
     ln_inputs_make(&in, rows, n, dt, pdt, seed);
-    if (variant == DET_RMS_RES || variant == DET_RMS_DST_RES) nbwd_rms_norm_bwd_desc_init(&in.d, 2, dims);
+    if (variant == DET_RMS_RES || variant == DET_RMS_DST_RES || variant == DET_RMS_NONE)
+        nbwd_rms_norm_bwd_desc_init(&in.d, 2, dims);
     in.d.data_dtype = dt;
     in.d.param_dtype = pdt;
     in.d.isa = g_test_isa;
@@ -425,6 +437,11 @@ void test_determinism(void) {
         for (v = DET_RMS_RES; v <= DET_RMS_DST_RES; ++v) { /* staged rows: slots of a few rows per thread */
             ln_det(g_quick ? 100 : 300, 1000, k_dts[k], v == DET_RMS_RES, v, ++seed);
             ln_det(300, 7, k_dts[k], 1, v, ++seed);
+        }
+        for (v = DET_LN_NONE; v <= DET_RMS_NONE; ++v) { /* statistics in the call: batches of rows */
+            ln_det(g_quick ? 300 : 2000, 1000, k_dts[k], v == DET_LN_NONE, v, ++seed);
+            ln_det(700, 24, k_dts[k], 0, v, ++seed);
+            ln_det(3, 70001, k_dts[k], 1, v, ++seed);
         }
         /* several L2 sub-blocks per batch of rows; tails of whole and partial vectors */
         ln_outputs_agree(200, 1000, k_dts[k], ++seed);

@@ -226,12 +226,47 @@ static void gn_det(const gn_cfg *c, const nbwd_group_norm_bwd_desc *desc, const 
     }
 }
 
+/* NBWD_STATS_NONE: the call's f32 statistics may differ from the float64
+   ones rounded to f32 by about an ulp: a mean an ulp off moves xhat by
+   rstd ulp(mean), a variance an ulp off rstd by half an ulp. The
+   tolerances grow by what that does (per set, as LayerNorm's rows):
+   e = 2u (|mean| rstd + |xhat|) on xhat; diff_src: rstd (|mean(g xhat)| e +
+   |xhat| mean(|g| e)) + u |dx|; diff_gamma: |dy| e per element. */
+static void gn_none_tolerance(const gn_cfg *c, const gn_geo *geo, const t_buf *bx, const t_buf *bdy, const t_buf *bg,
+                              const double *mean, const double *var, ref_out ro) {
+    const int64_t NG = geo->N * geo->G;
+    double *sgx = (double *)t_xmalloc((size_t)NG * sizeof(double)), *sge = (double *)t_xmalloc((size_t)NG * sizeof(double));
+    const double per_set = (double)(geo->total / (NG > 0 ? NG : 1));
+    int64_t e, s;
+    for (s = 0; s < NG; ++s) sgx[s] = sge[s] = 0.0;
+    for (e = 0; e < geo->total; ++e) {
+        const int64_t ch = gn_chan(geo, c->layout, e);
+        const double rs = 1.0 / sqrt(var[s = gn_set(geo, c->layout, e)] + (double)c->eps);
+        const double xh = (t_buf_get(bx, e) - mean[s]) * rs, dy = t_buf_get(bdy, e);
+        const double g = dy * (c->affine ? t_buf_get(bg, ch) : 1.0), err = 2.0 * T_U * (fabs(mean[s]) * rs + fabs(xh));
+        sgx[s] += g * xh;
+        sge[s] += fabs(g) * err;
+        if (ro.dg_tol) ro.dg_tol[ch] += fabs(dy) * err;
+    }
+    for (e = 0; e < geo->total && ro.dx_tol; ++e) {
+        const double rs = 1.0 / sqrt(var[s = gn_set(geo, c->layout, e)] + (double)c->eps);
+        const double xh = (t_buf_get(bx, e) - mean[s]) * rs, err = 2.0 * T_U * (fabs(mean[s]) * rs + fabs(xh));
+        ro.dx_tol[e] += rs * (fabs(sgx[s] / per_set) * err + fabs(xh) * sge[s] / per_set) + T_U * fabs(ro.dx[e]);
+    }
+    free(sgx);
+    free(sge);
+}
+
 /* Runs one case against the reference; returns 1 if every check passed. */
 static int gn_run(const gn_cfg *c) {
     char dims[128];
     int d, k = 0, ok = 1;
     const int dst_form = c->form == NBWD_STATS_DST_RSTD, xhat_form = c->form == NBWD_STATS_XHAT_STD;
-    const int mean_form = !dst_form && !xhat_form;
+    const int none_form = c->form == NBWD_STATS_NONE, mean_form = !dst_form && !xhat_form;
+    /* NBWD_STATS_NONE: the call finds the statistics itself: the reference
+       is the MEAN_VARIANCE form's with the float64 statistics rounded to f32 */
+    const nbwd_dtype sdt = none_form ? NBWD_F32 : c->sdt;
+    const nbwd_stats_form ref_form = none_form ? NBWD_STATS_MEAN_VARIANCE : c->form;
     const int want_dx = (c->outputs & GO_DX) != 0, want_dg = (c->outputs & GO_DG) != 0;
     const int want_db = (c->outputs & GO_DB) != 0;
     gn_geo geo;
@@ -290,7 +325,7 @@ static int gn_run(const gn_cfg *c) {
         cst[0] = 4 * neg; cst[1] = 3; cst[2] = 2; cst[3] = 3 * neg;
     }
     if (!t_buf_alloc(&bx, c->rank, c->dims, st_x, c->dt) || !t_buf_alloc(&bdy, c->rank, c->dims, st_dy, c->dt) ||
-        !t_buf_alloc(&bm, 2, sd, st_m, c->sdt) || !t_buf_alloc(&bv, 2, sd, st_v, c->sdt) ||
+        !t_buf_alloc(&bm, 2, sd, st_m, sdt) || !t_buf_alloc(&bv, 2, sd, st_v, sdt) ||
         !t_buf_alloc(&bg, 1, &geo.C, &cst[0], c->pdt) || !t_buf_alloc(&bb, 1, &geo.C, &cst[1], c->pdt) ||
         !t_buf_alloc(&bdg, 1, &geo.C, &cst[2], c->pdt) || !t_buf_alloc(&bdb, 1, &geo.C, &cst[3], c->pdt))
         gn_oom();
@@ -352,7 +387,7 @@ static int gn_run(const gn_cfg *c) {
         xd = NULL;
     }
     for (s = 0; s < NG; ++s) {
-        double spread = c->form == NBWD_STATS_MEAN_VARIANCE ? var[s]
+        double spread = c->form == NBWD_STATS_MEAN_VARIANCE || none_form ? var[s]
                         : xhat_form                         ? sqrt(var[s] + (double)c->eps)
                                                             : 1.0 / sqrt(var[s] + (double)c->eps);
         if (mean_form) t_buf_set(&bm, s, mean[s]);
@@ -379,11 +414,12 @@ static int gn_run(const gn_cfg *c) {
     rdb = ro.db = (double *)t_xmalloc((size_t)(geo.C > 0 ? geo.C : 1) * sizeof(double));
     rdb_tol = ro.db_tol = (double *)t_xmalloc((size_t)(geo.C > 0 ? geo.C : 1) * sizeof(double));
     tdy.p = bdy.base; tdy.dt = c->dt; tdy.strides = bdy.strides;
-    tm.p = bm.base; tm.dt = c->sdt; tm.strides = bm.strides;
-    tv.p = bv.base; tv.dt = c->sdt; tv.strides = bv.strides;
+    tm.p = bm.base; tm.dt = sdt; tm.strides = bm.strides;
+    tv.p = bv.base; tv.dt = sdt; tv.strides = bv.strides;
     tg.p = c->affine ? bg.base : NULL; tg.dt = c->pdt; tg.strides = bg.strides;
     tb.p = dst_form && c->affine && !c->no_beta ? bb.base : NULL; tb.dt = c->pdt; tb.strides = bb.strides;
-    ref_group_norm_bwd(c->rank, c->dims, c->layout, c->groups, c->form, (double)c->eps, tx, tdy, tm, tv, tg, tb, ro);
+    ref_group_norm_bwd(c->rank, c->dims, c->layout, c->groups, ref_form, (double)c->eps, tx, tdy, tm, tv, tg, tb, ro);
+    if (none_form && geo.total > 0) gn_none_tolerance(c, &geo, &bx, &bdy, &bg, mean, var, ro);
     for (i = 0; i < geo.C; ++i) {
         rdg[i] += prev_dg[i];
         rdb[i] += prev_db[i];
@@ -427,10 +463,10 @@ static int gn_run(const gn_cfg *c) {
         else if (dst_form) args.dst = xp;
         else args.src = xp;
         args.diff_dst = ne ? NULL : bdy.base;
-        if (mean_form) args.mean = ns ? NULL : bm.base;
+        if (mean_form && !none_form) args.mean = ns ? NULL : bm.base;
         if (c->form == NBWD_STATS_MEAN_VARIANCE) args.variance = ns ? NULL : bv.base;
         else if (xhat_form) args.std = ns ? NULL : bv.base;
-        else args.rstd = ns ? NULL : bv.base;
+        else if (!none_form) args.rstd = ns ? NULL : bv.base;
         if (c->affine && !c->no_gamma) args.gamma = nc ? NULL : bg.base;
         if (c->affine && dst_form && !c->no_beta) args.beta = nc ? NULL : bb.base;
         args.diff_src = pdx && !ne ? pdx->base : NULL;
@@ -494,7 +530,7 @@ static void gn_full_cross(void) {
     static const int64_t sp[2] = {3, 5};
     int lay, f, k, a, o;
     for (lay = 0; lay < 2; ++lay)
-        for (f = 0; f < 4; ++f)
+        for (f = 0; f < 5; ++f)
             for (k = 0; k < T_NCOMBOS; ++k)
                 for (a = 1; a >= 0; --a)
                     for (o = 0; o < (a ? 7 : 1); ++o) {
@@ -561,7 +597,7 @@ static void gn_shapes(void) {
                     else if (v <= 7) gn_shape(&c, L, N, C, gl[gi], 1, &sp1[v - 1]);
                     else if (v <= 10) gn_shape(&c, L, N, C, gl[gi], 2, sp2[v - 8]);
                     else gn_shape(&c, L, 2, C, gl[gi], 3, sp3);
-                    c.form = (nbwd_stats_form)(idx % 4);
+                    c.form = (nbwd_stats_form)(idx % 5);
                     gn_combo(&c, (idx * 5) % T_NCOMBOS);
                     c.strides = idx % 3 == 1 ? GS_PADDED : GS_DENSE;
                     c.caller_ws = idx % 5 == 2;
@@ -581,7 +617,7 @@ static void gn_strides(void) {
     int lay, s, f, k;
     for (lay = 0; lay < 2; ++lay)
         for (s = GS_PADDED; s <= GS_NEGATIVE; ++s)
-            for (f = 0; f < 4; ++f)
+            for (f = 0; f < 5; ++f)
                 for (k = 0; k < T_NCOMBOS; k += 4) {
                     gn_cfg c;
                     gn_defaults(&c);
@@ -618,11 +654,11 @@ static void gn_inplace_accumulate(void) {
                     c.inplace = ip;
                     c.accumulate = acc;
                     c.strides = k % 4 == 0 ? GS_PADDED : GS_DENSE;
-                    c.form = (nbwd_stats_form)((k / 2 + ip + acc) % 4);
+                    c.form = (nbwd_stats_form)((k / 2 + ip + acc) % 5);
                     gn_combo(&c, k);
                     gn_run(&c);
                 }
-    for (f = 0; f < 4; ++f) /* accumulate with a subset of the outputs, without diff_src */
+    for (f = 0; f < 5; ++f) /* accumulate with a subset of the outputs, without diff_src */
         for (k = 0; k < 3; ++k) {
             gn_cfg c;
             gn_defaults(&c);
@@ -642,7 +678,7 @@ static void gn_data(void) {
     static const int64_t sp[2] = {5, 6};
     int lay, f, k;
     for (lay = 0; lay < 2; ++lay)
-        for (f = 0; f < 4; ++f)
+        for (f = 0; f < 5; ++f)
             for (k = 0; k < T_NCOMBOS; k += 2) {
                 gn_cfg c;
                 nbwd_layout L = lay ? NBWD_NCX : NBWD_NXC;
@@ -667,7 +703,7 @@ static void gn_data(void) {
                 }
                 if (!g_quick || k == 0) {
                     c.data = GD_NORMAL;
-                    c.form = NBWD_STATS_MEAN_VARIANCE;
+                    c.form = f == NBWD_STATS_NONE ? NBWD_STATS_NONE : NBWD_STATS_MEAN_VARIANCE;
                     c.eps = f % 2 ? 1e-12f : 10.0f;
                     c.seed = ++g_gseed;
                     gn_run(&c);
@@ -703,7 +739,7 @@ static void gn_degenerate(void) {
                 gn_shape(&c, L, 0, 6, 3, 2, sp); /* N = 0 */
                 c.accumulate = acc;
                 c.null_empty = nul;
-                c.form = (nbwd_stats_form)((lay + 2 * acc + nul) % 4);
+                c.form = (nbwd_stats_form)((lay + 2 * acc + nul) % 5);
                 gn_run(&c);
                 gn_shape(&c, L, 3, 6, 2, 2, z); /* a spatial dim 0 */
                 c.seed = ++g_gseed;
@@ -813,6 +849,12 @@ static void gn_large_threads(void) {
         c.det = 1;
         c.form = NBWD_STATS_MEAN_RSTD;
         gn_run(&c);
+        c.form = NBWD_STATS_NONE; /* the statistics from the planes in pieces too */
+        c.threads = 3;
+        c.seed = ++g_gseed;
+        gn_run(&c);
+        c.threads = 2;
+        c.form = NBWD_STATS_MEAN_RSTD;
         if (!g_quick) { /* InstanceNorm, bf16, padded */
             gn_shape(&c, NBWD_NCX, 1, 3, 3, 2, mid_ncx);
             c.dt = c.pdt = NBWD_BF16;
@@ -833,6 +875,17 @@ static void gn_large_threads(void) {
         c.threads = 3;
         c.det = 1;
         gn_run(&c);
+        { /* NONE: the samples' statistics in lanes (70 samples: more than the lanes) */
+            static const int64_t sp_q[2] = {5, 7}, sp_f[2] = {20, 20};
+            gn_shape(&c, NBWD_NXC, g_quick ? 40 : 70, g_quick ? 64 : 24, 8, 2, g_quick ? sp_q : sp_f);
+        }
+        c.form = NBWD_STATS_NONE;
+        c.dt = NBWD_F32;
+        c.data = GD_BIG_MEAN;
+        c.seed = ++g_gseed;
+        gn_run(&c);
+        c.data = GD_NORMAL;
+        c.form = NBWD_STATS_MEAN_VARIANCE;
         if (!g_quick) { /* wide channels: 64 x 1000 rows per sample, zero gamma (the gain) */
             static const int64_t sp[1] = {1000};
             gn_shape(&c, NBWD_NXC, 4, 64, 32, 1, sp);
@@ -921,7 +974,7 @@ static void gn_nan_case(nbwd_layout L, nbwd_dtype dt, nbwd_stats_form form, int 
     if (form == NBWD_STATS_MEAN_VARIANCE || form == NBWD_STATS_MEAN_RSTD) a.mean = bm.base;
     if (form == NBWD_STATS_MEAN_VARIANCE) a.variance = bv.base;
     else if (form == NBWD_STATS_XHAT_STD) a.std = bv.base;
-    else a.rstd = bv.base;
+    else if (form != NBWD_STATS_NONE) a.rstd = bv.base;
     a.gamma = bg.base;
     a.diff_src = dx0.base; a.diff_gamma = dg0.base; a.diff_beta = db0.base;
     t_case("GN NaN/Inf isolation: the clean call (%s %s %s threads %d isa %s)", L == NBWD_NCX ? "NCX" : "NXC",
@@ -937,7 +990,7 @@ static void gn_nan_case(nbwd_layout L, nbwd_dtype dt, nbwd_stats_form form, int 
         int dx_ok = 1, dg_ok = 1, db_ok = 1;
         double keep;
         t_buf *tb = where == GN_BAD_X ? &bx : where == GN_BAD_DY ? &bdy : where == GN_BAD_MEAN ? &bm : &bv;
-        if (where == GN_BAD_MEAN && !a.mean) continue;
+        if ((where == GN_BAD_MEAN && !a.mean) || (where == GN_BAD_SPREAD && form == NBWD_STATS_NONE)) continue;
         if (inf_var && form != NBWD_STATS_MEAN_VARIANCE) continue;
         if (where <= GN_BAD_DY)
             at = L == NBWD_NCX ? (n * geo.C + ch) * geo.S + 7 : (n * geo.S + 7) * geo.C + ch;
@@ -964,8 +1017,11 @@ static void gn_nan_case(nbwd_layout L, nbwd_dtype dt, nbwd_stats_form form, int 
         }
         for (i = 0; i < geo.C; ++i) {
             double g0 = t_buf_get(&dg0, i), g1 = t_buf_get(&dg1, i), b0 = t_buf_get(&db0, i), b1 = t_buf_get(&db1, i);
-            /* a statistic reaches xhat only in the mean forms (XHAT_STD: xhat given, DST_RSTD: from dst) */
-            int dg_hit = where <= GN_BAD_DY ? i == ch : a.mean && i / geo.Cg == g;
+            /* a statistic reaches xhat only in the mean forms (XHAT_STD: xhat given, DST_RSTD: from dst);
+               NONE: a bad x makes its set's statistics non-finite */
+            int dg_hit = where == GN_BAD_X && form == NBWD_STATS_NONE ? i / geo.Cg == g
+                         : where <= GN_BAD_DY                    ? i == ch
+                                                                 : a.mean && i / geo.Cg == g;
             int db_hit = where == GN_BAD_DY && i == ch;
             if (dg_hit ? (inf_var ? !isfinite(g1) : isfinite(g1)) : memcmp(&g0, &g1, sizeof g0) != 0) dg_ok = 0;
             if (db_hit ? isfinite(b1) : memcmp(&b0, &b1, sizeof b0) != 0) db_ok = 0;
@@ -984,7 +1040,7 @@ static void gn_nan_case(nbwd_layout L, nbwd_dtype dt, nbwd_stats_form form, int 
 static void gn_nan(void) {
     int lay, f, k;
     for (lay = 0; lay < 2; ++lay)
-        for (f = 0; f < 4; ++f)
+        for (f = 0; f < 5; ++f)
             for (k = 0; k < 3; ++k) {
                 if (g_quick && k == 2) continue;
                 gn_nan_case(lay ? NBWD_NCX : NBWD_NXC, k == 1 ? NBWD_BF16 : k == 2 ? NBWD_F16 : NBWD_F32,

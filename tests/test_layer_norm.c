@@ -11,8 +11,13 @@ enum { O_DX = 1, O_DG = 2, O_DB = 4, O_ALL = 7 };
 enum { L_DENSE = 0, L_PADDED = 1, L_NEGATIVE = 2, L_ZERO = 3, L_NEG_OUT = 4 };
 enum { D_NORMAL = 0, D_BIG_MEAN = 1, D_CONSTANT = 2, D_CONSISTENT = 3, D_GAMMA1 = 4 };
 enum { IP_NONE = 0, IP_DY = 1, IP_X = 2 };
-/* args.diff_residual: none, a tensor of its own, or diff_src itself (accumulate in place) */
-enum { RES_NONE = 0, RES_OWN = 1, RES_INPLACE = 2 };
+/* the forms that take x (or xhat) and the statistics, and NONE: x alone
+   (DST_RSTD has cases of its own) */
+static const nbwd_stats_form k_forms[4] = {NBWD_STATS_MEAN_VARIANCE, NBWD_STATS_MEAN_RSTD, NBWD_STATS_XHAT_STD,
+                                           NBWD_STATS_NONE};
+/* args.diff_residual: none, a tensor of its own, or diff_src itself (accumulate in place);
+   RES_FLAG: no diff_residual, NBWD_ACCUMULATE_DIFF_SRC (diff_src += the gradient), the same sum */
+enum { RES_NONE = 0, RES_OWN = 1, RES_INPLACE = 2, RES_FLAG = 3 };
 
 typedef struct ln_cfg {
     int rank;
@@ -68,6 +73,34 @@ static void ln_describe(const ln_cfg *c, char *buf, size_t size) {
              nbwd_isa_name(g_test_isa));
 }
 
+/* NBWD_STATS_NONE: the call's own f32 statistics may differ from the
+   reference's (the float64 ones rounded to f32) in their last bit: a mean
+   an ulp away moves xhat by rstd * ulp(mean), a variance an ulp away rstd
+   by half an ulp. The tolerances grow by what that does to each output:
+   e_i = 2u (|mean| rstd + |xhat_i|) on xhat_i; dx_i: rstd (|mean(g xhat)|
+   e_i + |xhat_i| mean(|g| e)) + u |dx_i|; diff_gamma: |dy| e_i per row. */
+static void none_tolerance(const ln_cfg *c, int64_t rows, int64_t n, const t_buf *bx, const t_buf *bdy,
+                           const t_buf *bg, const double *mean, const double *var, ref_out ro) {
+    int64_t r, i;
+    for (r = 0; r < rows; ++r) {
+        const double m = c->rms ? 0.0 : mean[r], rs = 1.0 / sqrt(var[r] + (double)c->eps);
+        double sgx = 0.0, sge = 0.0;
+        for (i = 0; i < n; ++i) {
+            double xh = (t_buf_get(bx, r * n + i) - m) * rs, dy = t_buf_get(bdy, r * n + i);
+            double g = dy * (c->affine ? t_buf_get(bg, i) + (double)c->gamma_offset : 1.0);
+            double e = 2.0 * T_U * (fabs(m) * rs + fabs(xh));
+            sgx += g * xh;
+            sge += fabs(g) * e;
+            if (ro.dg_tol) ro.dg_tol[i] += fabs(dy) * e;
+        }
+        for (i = 0; i < n && ro.dx_tol; ++i) {
+            double xh = (t_buf_get(bx, r * n + i) - m) * rs, e = 2.0 * T_U * (fabs(m) * rs + fabs(xh));
+            ro.dx_tol[r * n + i] += rs * (fabs(sgx / (double)n) * e + fabs(xh) * sge / (double)n) +
+                                    T_U * fabs(ro.dx[r * n + i]);
+        }
+    }
+}
+
 /* Runs one case; returns 1 if every check passed. */
 static int ln_run(const ln_cfg *c) {
     char desc_str[512];
@@ -78,7 +111,13 @@ static int ln_run(const ln_cfg *c) {
     int want_dx = (c->outputs & O_DX) != 0, want_dg = (c->outputs & O_DG) != 0, want_db = (c->outputs & O_DB) != 0;
     int strided = c->layout != L_DENSE;
     t_buf bx, bdy, bdx, bm, bv, bg, bb, bdg, bdb, bgs, bres, *pdx = NULL;
-    const int dst_form = c->form == NBWD_STATS_DST_RSTD, mean_form = !dst_form && c->form != NBWD_STATS_XHAT_STD;
+    const int dst_form = c->form == NBWD_STATS_DST_RSTD, none_form = c->form == NBWD_STATS_NONE;
+    const int mean_form = !dst_form && !none_form && c->form != NBWD_STATS_XHAT_STD;
+    /* NBWD_STATS_NONE: the call finds the statistics itself, in f32: the
+       reference is the MEAN_VARIANCE form's with the float64 statistics
+       rounded to f32 (what a correct computation rounds them to) */
+    const nbwd_dtype sdt = none_form ? NBWD_F32 : c->sdt;
+    const nbwd_stats_form ref_form = none_form ? NBWD_STATS_MEAN_VARIANCE : c->form;
     /* strided layouts give the parameter tensors (shape dims[axis..rank))
        strides of their own; bg stays dense for the reference, bgs is the
        strided gamma the call reads */
@@ -129,7 +168,7 @@ static int ln_run(const ln_cfg *c) {
     }
     if (c->inplace == IP_DY) memcpy(st_dx, st_dy, sizeof st_dx);
     if (c->inplace == IP_X) memcpy(st_dx, st_x, sizeof st_dx);
-    if (c->residual == RES_INPLACE) memcpy(st_res, st_dx, sizeof st_res);
+    if (c->residual >= RES_INPLACE) memcpy(st_res, st_dx, sizeof st_res);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 2 : 0, st_g);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 1 : 0, st_b);
     t_padded_strides(nn, c->dims + axis, pstrided ? nn : 0, pstrided ? 3 : 0, st_dg);
@@ -140,7 +179,7 @@ static int ln_run(const ln_cfg *c) {
     }
 
     if (!t_buf_alloc(&bx, c->rank, c->dims, st_x, c->dt) || !t_buf_alloc(&bdy, c->rank, c->dims, st_dy, c->dt) ||
-        !t_buf_alloc(&bm, axis, c->dims, st_m, c->sdt) || !t_buf_alloc(&bv, axis, c->dims, st_v, c->sdt) ||
+        !t_buf_alloc(&bm, axis, c->dims, st_m, sdt) || !t_buf_alloc(&bv, axis, c->dims, st_v, sdt) ||
         !t_buf_alloc(&bg, 1, &n, NULL, c->pdt) || !t_buf_alloc(&bgs, nn, c->dims + axis, st_g, c->pdt) ||
         !t_buf_alloc(&bb, nn, c->dims + axis, st_b, c->pdt) || !t_buf_alloc(&bdg, nn, c->dims + axis, st_dg, c->pdt) ||
         !t_buf_alloc(&bdb, nn, c->dims + axis, st_db, c->pdt) || !t_buf_alloc(&bres, c->rank, c->dims, st_res, c->dt)) {
@@ -151,7 +190,7 @@ static int ln_run(const ln_cfg *c) {
     if (want_dx) {
         if (c->inplace == IP_DY) pdx = &bdy;
         else if (c->inplace == IP_X) pdx = &bx;
-        else if (c->residual == RES_INPLACE) pdx = &bres;
+        else if (c->residual >= RES_INPLACE) pdx = &bres;
         else {
             if (!t_buf_alloc(&bdx, c->rank, c->dims, st_dx, c->dt)) { fprintf(stderr, "out of memory\n"); exit(2); }
             pdx = &bdx;
@@ -228,11 +267,11 @@ static int ln_run(const ln_cfg *c) {
     }
     for (r = 0; r < rows; ++r) {
         double spread;
-        if (c->form == NBWD_STATS_MEAN_VARIANCE) spread = var[r];
+        if (c->form == NBWD_STATS_MEAN_VARIANCE || none_form) spread = var[r];
         else if (c->form == NBWD_STATS_MEAN_RSTD || dst_form)
             spread = c->data == D_CONSISTENT ? 1.0 / sqrt(var[r]) : 1.0 / sqrt(var[r] + (double)c->eps);
         else spread = sqrt(var[r] + (double)c->eps);
-        if (mean_form && !c->rms) t_buf_set(&bm, r, mean[r]);
+        if ((mean_form || none_form) && !c->rms) t_buf_set(&bm, r, mean[r]);
         t_buf_set(&bv, r, spread);
     }
     /* previous values of the parameter gradients (accumulate mode) */
@@ -258,8 +297,8 @@ static int ln_run(const ln_cfg *c) {
     rdb_tol = ro.db_tol = (double *)t_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     tx.p = bx.base; tx.dt = c->dt; tx.strides = bx.strides;
     tdy.p = bdy.base; tdy.dt = c->dt; tdy.strides = bdy.strides;
-    tm.p = bm.base; tm.dt = c->sdt; tm.strides = bm.strides;
-    tv.p = bv.base; tv.dt = c->sdt; tv.strides = bv.strides;
+    tm.p = bm.base; tm.dt = sdt; tm.strides = bm.strides;
+    tv.p = bv.base; tv.dt = sdt; tv.strides = bv.strides;
     tg.p = c->affine ? bg.base : NULL; tg.dt = c->pdt; tg.strides = NULL;
     if (c->affine && c->gamma_offset != 0.0f) { /* the reference's scale: gamma + offset, exact */
         gamma_eff = (double *)t_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(double));
@@ -273,10 +312,11 @@ static int ln_run(const ln_cfg *c) {
         tb.p = beta_d;
     }
     if (dst_form) ref_norm_dst_bwd(c->rms, c->rank, c->dims, axis, tx, tdy, tv, tg, tb, ro);
-    else if (c->rms) ref_rms_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tv, tg, ro);
-    else ref_layer_norm_bwd(c->rank, c->dims, axis, c->form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
+    else if (c->rms) ref_rms_norm_bwd(c->rank, c->dims, axis, ref_form, (double)c->eps, tx, tdy, tv, tg, ro);
+    else ref_layer_norm_bwd(c->rank, c->dims, axis, ref_form, (double)c->eps, tx, tdy, tm, tv, tg, ro);
     free(gamma_eff);
     free(beta_d);
+    if (none_form && total > 0) none_tolerance(c, rows, n, &bx, &bdy, &bg, mean, var, ro);
     if (c->residual != RES_NONE && want_dx && total > 0) { /* dx + the residual gradient, one more rounding */
         res_d = (double *)t_xmalloc((size_t)total * sizeof(double));
         t_buf_to_dense(&bres, res_d);
@@ -304,7 +344,7 @@ static int ln_run(const ln_cfg *c) {
     desc.data_dtype = c->dt;
     desc.stats_dtype = c->sdt;
     desc.param_dtype = c->pdt;
-    desc.flags = c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u;
+    desc.flags = (c->accumulate ? NBWD_ACCUMULATE_PARAM_GRADS : 0u) | (c->residual == RES_FLAG ? NBWD_ACCUMULATE_DIFF_SRC : 0u);
     desc.num_threads = c->threads;
     desc.isa = g_test_isa;
     if (strided || c->inplace) {
@@ -331,12 +371,12 @@ static int ln_run(const ln_cfg *c) {
         if (mean_form) args.mean = nr ? NULL : bm.base;
         if (c->form == NBWD_STATS_MEAN_VARIANCE) args.variance = nr ? NULL : bv.base;
         else if (c->form == NBWD_STATS_MEAN_RSTD || dst_form) args.rstd = nr ? NULL : bv.base;
-        else args.std = nr ? NULL : bv.base;
+        else if (!none_form) args.std = nr ? NULL : bv.base;
         if (c->affine) {
             args.gamma = nn0 ? NULL : bgs.base;
             args.beta = nn0 || c->no_beta ? NULL : bb.base;
         }
-        if (c->residual != RES_NONE && want_dx) args.diff_residual = ne ? NULL : bres.base;
+        if (c->residual != RES_NONE && c->residual != RES_FLAG && want_dx) args.diff_residual = ne ? NULL : bres.base;
         args.diff_src = pdx && !ne ? pdx->base : NULL;
         args.diff_gamma = want_dg && !nn0 ? bdg.base : NULL;
         args.diff_beta = want_db && !nn0 ? bdb.base : NULL;
@@ -382,7 +422,7 @@ static int ln_run(const ln_cfg *c) {
                     "diff_gamma/diff_beta: a byte outside their elements was written");
         if (c->inplace != IP_X) ok &= CHECK(t_snap_same(&s_x, &bx), "src/xhat was modified");
         if (c->inplace != IP_DY) ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
-        if (c->residual != RES_INPLACE) ok &= CHECK(t_snap_same(&s_res, &bres), "diff_residual was modified");
+        if (c->residual < RES_INPLACE) ok &= CHECK(t_snap_same(&s_res, &bres), "diff_residual was modified");
         ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv), "statistics were modified");
         ok &= CHECK(t_snap_same(&s_g, &bgs) && t_snap_same(&s_b, &bb), "gamma/beta were modified");
     }
@@ -445,7 +485,7 @@ static uint64_t g_seed = 1000;
 static void ln_full_cross(void) {
     int shape, f, k, a, o;
     for (shape = 0; shape < 2; ++shape)
-        for (f = 0; f < 3; ++f)
+        for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; ++k)
                 for (a = 1; a >= 0; --a)
                     for (o = 0; o < (a ? 5 : 1); ++o) {
@@ -453,7 +493,7 @@ static void ln_full_cross(void) {
                         ln_defaults(&c);
                         if (shape == 0) set_dims(&c, 2, 5, 33, 0, 0);
                         else { set_dims(&c, 3, 3, 4, 17, 0); c.axis = 1; c.layout = L_PADDED; }
-                        c.form = (nbwd_stats_form)f;
+                        c.form = k_forms[f];
                         c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
                         c.affine = a;
                         c.outputs = a ? k_outputs[o] : O_DX;
@@ -489,7 +529,7 @@ static void ln_row_lengths(void) {
             if (g_quick && k % 3 != 0) continue;
             ln_defaults(&c);
             set_dims(&c, 2, keep_edge ? 9 : lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
-            c.form = (nbwd_stats_form)((li + k) % 3);
+            c.form = k_forms[(li + k) % 4];
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.layout = (li + k) % 2 ? L_PADDED : L_DENSE;
             c.caller_ws = k % 4 == 1;
@@ -513,7 +553,7 @@ static void ln_ranks_axes(void) {
                          shapes[rank - 1][3]);
                 c.axis = ax;
                 c.dt = k_combos[kk[k]].dt; c.sdt = k_combos[kk[k]].sdt; c.pdt = k_combos[kk[k]].pdt;
-                c.form = (nbwd_stats_form)((rank + ax + 3 + k) % 3);
+                c.form = k_forms[(rank + ax + 3 + k) % 4];
                 layout = (rank + ax + k + 8) % 4; /* dense, padded, negative, zero input strides */
                 c.layout = layout;
                 c.seed = ++g_seed;
@@ -534,7 +574,7 @@ static void ln_high_ranks(void) {
             c.rank = rank;
             for (d = 0; d < rank; ++d) c.dims[d] = shape[d];
             c.axis = ax;
-            c.form = (nbwd_stats_form)((rank + ax + 16) % 3);
+            c.form = k_forms[(rank + ax + 16) % 4];
             c.layout = (rank + ax + 16) % 2 ? L_PADDED : L_DENSE;
             c.seed = ++g_seed;
             ln_run(&c);
@@ -546,14 +586,14 @@ static void ln_high_ranks(void) {
 static void ln_strides(void) {
     int layout, f, k;
     for (layout = L_PADDED; layout <= L_NEG_OUT; ++layout)
-        for (f = 0; f < 3; ++f)
+        for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; k += 4) {
                 ln_cfg c;
                 ln_defaults(&c);
                 set_dims(&c, 4, 3, 2, 5, 24);
                 c.axis = layout % 2 ? 2 : -1;
                 c.layout = layout;
-                c.form = (nbwd_stats_form)f;
+                c.form = k_forms[f];
                 c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
                 c.seed = ++g_seed;
                 ln_run(&c);
@@ -564,7 +604,7 @@ static void ln_strides(void) {
 static void ln_inplace(void) {
     int ip, f, k, layout;
     for (ip = IP_DY; ip <= IP_X; ++ip)
-        for (f = 0; f < 3; ++f)
+        for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; k += 2)
                 for (layout = 0; layout < 2; ++layout) {
                     ln_cfg c;
@@ -573,7 +613,7 @@ static void ln_inplace(void) {
                     else set_dims(&c, 2, 9, 40, 0, 0);
                     c.layout = layout;
                     c.inplace = ip;
-                    c.form = (nbwd_stats_form)f;
+                    c.form = k_forms[f];
                     c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
                     c.seed = ++g_seed;
                     ln_run(&c);
@@ -591,7 +631,7 @@ static void ln_accumulate(void) {
             set_dims(&c, 2, 50, 17, 0, 0);
             c.accumulate = 1;
             c.outputs = k_outputs[o];
-            c.form = (nbwd_stats_form)(k % 3);
+            c.form = k_forms[k % 4];
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.seed = ++g_seed;
             ln_run(&c);
@@ -609,11 +649,24 @@ static void ln_large(void) {
     c.form = NBWD_STATS_MEAN_RSTD;
     c.seed = ++g_seed;
     ln_run(&c);
+    /* NBWD_STATS_NONE over many statistics batches, two threads */
+    ln_defaults(&c);
+    set_dims(&c, 2, 700, 1031, 0, 0);
+    c.form = NBWD_STATS_NONE;
+    c.threads = 2;
+    c.data = D_BIG_MEAN;
+    c.seed = ++g_seed;
+    ln_run(&c);
     if (g_quick) return;
     ln_defaults(&c);
     set_dims(&c, 2, 500000, 24, 0, 0);
     c.seed = ++g_seed;
     ln_run(&c);
+    c.form = NBWD_STATS_NONE;
+    c.threads = 2;
+    c.seed = ++g_seed;
+    ln_run(&c);
+    c.threads = 1;
     c.dt = NBWD_F16; c.sdt = NBWD_F32; c.pdt = NBWD_F32;
     c.form = NBWD_STATS_XHAT_STD;
     c.layout = L_PADDED;
@@ -855,23 +908,23 @@ static void ln_degenerate(void) {
         ln_run(&c);
     }
     /* constant rows (zero variance), every form and dtype combo */
-    for (f = 0; f < 3; ++f)
+    for (f = 0; f < 4; ++f)
         for (k = 0; k < N_COMBOS; ++k) {
             ln_defaults(&c);
             set_dims(&c, 2, 6, 45, 0, 0);
             c.data = D_CONSTANT;
-            c.form = (nbwd_stats_form)f;
+            c.form = k_forms[f];
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.seed = ++g_seed;
             ln_run(&c);
         }
     /* |mean| >> std */
-    for (f = 0; f < 3; ++f)
+    for (f = 0; f < 4; ++f)
         for (k = 0; k < N_COMBOS; ++k) {
             ln_defaults(&c);
             set_dims(&c, 2, 8, 100, 0, 0);
             c.data = D_BIG_MEAN;
-            c.form = (nbwd_stats_form)f;
+            c.form = k_forms[f];
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             if (c.sdt != NBWD_F32) continue; /* a 16-bit mean of 1e4 is off by many std: covered elsewhere */
             c.seed = ++g_seed;
@@ -882,7 +935,7 @@ static void ln_degenerate(void) {
         ln_defaults(&c);
         set_dims(&c, 2, 6, 77, 0, 0);
         c.eps = k % 2 ? 1e-12f : 10.0f;
-        c.form = (nbwd_stats_form)(k % 3); /* MEAN_RSTD / XHAT_STD must ignore epsilon */
+        c.form = k_forms[k % 4]; /* MEAN_RSTD / XHAT_STD must ignore epsilon */
         c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
         c.seed = ++g_seed;
         ln_run(&c);
@@ -927,7 +980,7 @@ static void ln_threads(void) {
         c.threads = threads[t];
         c.inplace = t % 2 ? IP_DY : IP_X;
         c.layout = L_PADDED;
-        c.form = (nbwd_stats_form)(t % 3);
+        c.form = k_forms[t % 4];
         c.dt = t % 2 ? NBWD_F16 : NBWD_F32;
         c.seed = ++g_seed;
         ln_run(&c);
@@ -940,6 +993,7 @@ static void ln_threads(void) {
         c.threads = threads[t];
         c.layout = t % 2 ? L_ZERO : L_NEG_OUT;
         c.dt = t < 2 ? NBWD_F32 : NBWD_BF16;
+        c.form = t % 2 ? NBWD_STATS_NONE : NBWD_STATS_MEAN_VARIANCE;
         c.accumulate = t == 3;
         c.seed = ++g_seed;
         ln_run(&c);
@@ -965,13 +1019,13 @@ static void ln_gamma_offset(void) {
     static const float offsets[3] = {1.0f, -0.75f, 3.0e-3f};
     static const int64_t lens[4] = {7, 64, 333, 4099};
     int f, k, o, l;
-    for (f = 0; f < 3; ++f)
+    for (f = 0; f < 4; ++f)
         for (k = 0; k < N_COMBOS; ++k)
             for (o = 0; o < 3; ++o) {
                 ln_cfg c;
                 ln_defaults(&c);
                 set_dims(&c, 2, 5, 33, 0, 0);
-                c.form = (nbwd_stats_form)f;
+                c.form = k_forms[f];
                 c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
                 c.gamma_offset = offsets[o];
                 c.outputs = o == 2 ? O_DX : O_ALL;
@@ -1020,7 +1074,7 @@ static void rms_cases(void) {
     static const int64_t lens[] = {1, 3, 8, 16, 24, 31, 32, 33, 64, 65, 768, 1025, 4097};
     int shape, f, k, a, o, li;
     for (shape = 0; shape < 2; ++shape)
-        for (f = 0; f < 3; ++f)
+        for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; ++k)
                 for (a = 1; a >= 0; --a)
                     for (o = 0; o < (a ? 5 : 1); ++o) {
@@ -1030,7 +1084,7 @@ static void rms_cases(void) {
                         c.rms = 1;
                         if (shape == 0) set_dims(&c, 2, 5, 33, 0, 0);
                         else { set_dims(&c, 3, 3, 4, 17, 0); c.axis = 1; c.layout = L_PADDED; }
-                        c.form = (nbwd_stats_form)f;
+                        c.form = k_forms[f];
                         c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
                         c.affine = a;
                         c.outputs = a ? k_outputs[o] : O_DX;
@@ -1044,7 +1098,7 @@ static void rms_cases(void) {
             ln_defaults(&c);
             c.rms = 1;
             set_dims(&c, 2, lens[li] >= 1000 ? 6 : 13, lens[li], 0, 0);
-            c.form = (nbwd_stats_form)((li + k) % 3);
+            c.form = k_forms[(li + k) % 4];
             c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
             c.layout = (li + k) % 2 ? L_PADDED : L_DENSE;
             c.caller_ws = k % 4 == 2;
@@ -1064,7 +1118,7 @@ static void rms_cases(void) {
         c.accumulate = k % 3 == 1;
         c.gamma_offset = k % 2 ? 1.0f : 0.0f;
         c.threads = 1 + k % 3;
-        c.form = (nbwd_stats_form)(k % 3);
+        c.form = k_forms[k % 4];
         c.dt = k_combos[(3 * k) % N_COMBOS].dt; c.sdt = k_combos[(3 * k) % N_COMBOS].sdt;
         c.pdt = k_combos[(3 * k) % N_COMBOS].pdt;
         c.seed = ++g_seed;
@@ -1081,6 +1135,10 @@ static void rms_cases(void) {
         c.dt = c.pdt = NBWD_BF16;
         c.form = NBWD_STATS_RSTD;
         c.gamma_offset = 1.0f;
+        c.seed = ++g_seed;
+        ln_run(&c);
+        c.form = NBWD_STATS_NONE; /* many statistics batches */
+        c.threads = 3;
         c.seed = ++g_seed;
         ln_run(&c);
     }
@@ -1122,9 +1180,36 @@ static void rms_cases(void) {
         d.flags = NBWD_USE_GLOBAL_STATS;
         CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
         d.flags = 0;
-        d.epsilon = 0.0f;
+        d.epsilon = 0.0f; /* the message names RMSNorm's form */
         CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "NBWD_STATS_MEAN_SQUARE") != NULL &&
+                  strstr(nbwd_last_error(), "MEAN_VARIANCE") == NULL,
+              "message: %s", nbwd_last_error());
+        d.stats_form = NBWD_STATS_NONE; /* (no mean square given) */
+        a.mean_square = NULL;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "NBWD_STATS_NONE") != NULL, "message: %s", nbwd_last_error());
         d.epsilon = 1e-5f;
+        a.mean_square = buf; /* the NONE form reads src alone */
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "args.mean_square is set") != NULL, "message: %s", nbwd_last_error());
+        /* diff_src += the gradient is the residual route: not both */
+        a.mean_square = NULL;
+        d.flags = NBWD_ACCUMULATE_DIFF_SRC;
+        a.diff_residual = buf + 8;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "NBWD_ACCUMULATE_DIFF_SRC") != NULL, "message: %s", nbwd_last_error());
+        a.diff_residual = NULL;
+        d.flags = 0;
+        d.stats_form = NBWD_STATS_MEAN_SQUARE;
+        a.mean_square = buf;
+        /* use_affine = 0 reads no gamma: a gamma given is refused, as an unread statistic is */
+        d.use_affine = 0;
+        CHECK_STATUS(nbwd_rms_norm_bwd(&d, &a, NULL, 0), NBWD_ERR_BAD_PARAM);
+        CHECK(strstr(nbwd_last_error(), "args.gamma is set but desc.use_affine = 0") != NULL, "message: %s",
+              nbwd_last_error());
+        d.use_affine = 1;
+        CHECK(buf[8] == 0.0f, "a refused call wrote diff_src");
         CHECK_STATUS(nbwd_rms_norm_bwd(&d, NULL, NULL, 0), NBWD_ERR_NULL_POINTER);
         CHECK_STATUS(nbwd_rms_norm_bwd(NULL, &a, NULL, 0), NBWD_ERR_NULL_POINTER);
         a.diff_src = buf; /* diff_src over x: allowed (in place) only as the very same view, here it is */
@@ -1169,9 +1254,9 @@ static void ln_residual_dst(void) {
                 ln_defaults(&c);
                 c.rms = op;
                 set_dims(&c, 2, 7, 37, 0, 0);
-                c.form = m < 3 ? NBWD_STATS_DST_RSTD : (nbwd_stats_form)(m - 3);
+                c.form = m < 3 ? NBWD_STATS_DST_RSTD : k_forms[(m - 3 + k) % 4];
                 c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
-                c.residual = m % 3 == 0 ? RES_NONE : m % 3 == 1 ? RES_OWN : RES_INPLACE;
+                c.residual = m % 3 == 0 ? RES_NONE : m % 3 == 1 ? RES_OWN : k % 2 ? RES_INPLACE : RES_FLAG;
                 c.affine = m != 2 || k % 2;
                 c.no_beta = m == 1;
                 c.outputs = c.affine ? k_outputs[(k + m) % 5] : O_DX;
@@ -1189,7 +1274,7 @@ static void ln_residual_dst(void) {
                 set_dims(&c, 2, lens[li] >= 1000 ? 6 : 11, lens[li], 0, 0);
                 c.form = (li + k) % 2 ? NBWD_STATS_DST_RSTD : NBWD_STATS_MEAN_RSTD;
                 c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
-                c.residual = 1 + (li + k + op) % 2;
+                c.residual = 1 + (li + k + op) % 3;
                 c.layout = (li + op) % 2 ? L_PADDED : L_DENSE;
                 c.caller_ws = k % 4 == 2;
                 c.zero_gamma = c.form == NBWD_STATS_DST_RSTD && li % 3 == 0;
@@ -1206,7 +1291,7 @@ static void ln_residual_dst(void) {
         c.form = k % 3 ? NBWD_STATS_DST_RSTD : NBWD_STATS_MEAN_VARIANCE;
         if (c.layout == L_ZERO && c.form == NBWD_STATS_DST_RSTD) c.layout = L_PADDED;
         c.inplace = k == 5 ? IP_DY : k == 6 ? IP_X : IP_NONE;
-        c.residual = c.inplace ? RES_OWN : 1 + k % 2;
+        c.residual = c.inplace ? RES_OWN : 1 + k % 3;
         if (c.inplace) c.layout = L_DENSE;
         c.accumulate = k % 3 == 1;
         c.gamma_offset = k % 4 == 1 ? 1.0f : 0.0f;
@@ -1227,6 +1312,7 @@ static void ln_residual_dst(void) {
             c.residual = RES_OWN;
             c.form = k < 2 ? NBWD_STATS_MEAN_RSTD : NBWD_STATS_DST_RSTD;
             if (k == 3) { c.dt = c.pdt = NBWD_BF16; c.gamma_offset = 1.0f; c.residual = RES_INPLACE; }
+            if (k == 1) { c.residual = RES_FLAG; c.form = NBWD_STATS_NONE; }
             c.seed = ++g_seed;
             ln_run(&c);
         }

@@ -225,8 +225,8 @@ static void ln_status_cases(void) {
     ln_expect("stats_dtype 7", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
     ln_valid(&d, &a); d.param_dtype = (nbwd_dtype)99;
     ln_expect("param_dtype 99", &d, &a, NULL, 0, NBWD_ERR_BAD_DTYPE, 1);
-    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)4;
-    ln_expect("stats_form 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)5;
+    ln_expect("stats_form 5", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     ln_valid(&d, &a); d.stats_form = (nbwd_stats_form)-1;
     ln_expect("stats_form -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     ln_valid(&d, &a); d.isa = NBWD_ISA_COUNT; ln_expect("isa NBWD_ISA_COUNT", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
@@ -235,6 +235,25 @@ static void ln_status_cases(void) {
     ln_valid(&d, &a); d.flags = 0x80000000u | NBWD_ACCUMULATE_PARAM_GRADS;
     ln_expect("flags bit 31", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     ln_valid(&d, &a); d.num_threads = -1; ln_expect("num_threads -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    ln_valid(&d, &a); d.flags = NBWD_ACCUMULATE_DIFF_SRC | NBWD_ACCUMULATE_PARAM_GRADS;
+    ln_expect("flags ACCUMULATE_DIFF_SRC | ACCUMULATE_PARAM_GRADS (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    ln_valid(&d, &a); d.flags = NBWD_ACCUMULATE_DIFF_SRC; a.diff_residual = a.diff_dst;
+    ln_expect("ACCUMULATE_DIFF_SRC with diff_residual", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    CHECK(strstr(nbwd_last_error(), "NBWD_ACCUMULATE_DIFF_SRC") != NULL, "message: %s", nbwd_last_error());
+    ln_valid(&d, &a); d.flags = NBWD_USE_GLOBAL_STATS;
+    ln_expect("flags NBWD_USE_GLOBAL_STATS (BatchNorm's)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    CHECK(strstr(nbwd_last_error(), "BatchNorm's") != NULL, "message: %s", nbwd_last_error());
+    /* NBWD_STATS_NONE: src alone, epsilon read */
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_NONE; a.mean = NULL; a.variance = NULL;
+    ln_expect("stats_form NONE, src alone (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_NONE; a.variance = NULL;
+    ln_expect("stats_form NONE with a mean", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    CHECK(strstr(nbwd_last_error(), "args.mean is set") != NULL, "message: %s", nbwd_last_error());
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_NONE; a.mean = NULL; a.variance = NULL; a.src = NULL;
+    ln_expect("stats_form NONE without src", &d, &a, NULL, 0, NBWD_ERR_NULL_POINTER, 0);
+    ln_valid(&d, &a); d.stats_form = NBWD_STATS_NONE; a.mean = NULL; a.variance = NULL; d.epsilon = 0.0f;
+    ln_expect("stats_form NONE, epsilon 0", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    CHECK(strstr(nbwd_last_error(), "NBWD_STATS_NONE") != NULL, "message: %s", nbwd_last_error());
 
     /* shapes */
     ln_valid(&d, &a); d.dims[1] = -8; ln_expect("dims {4, -8}", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
@@ -380,8 +399,17 @@ static void ln_status_cases(void) {
     ln_expect("diff_gamma without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
     ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL;
     ln_expect("diff_beta without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
-    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL; a.diff_beta = NULL; a.gamma = NULL;
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL; a.diff_beta = NULL; a.gamma = NULL; a.beta = NULL;
     ln_expect("no affine, diff_src only (valid)", &d, &a, NULL, 0, NBWD_OK, 0);
+    /* the unread-argument rule: an argument of another mode is refused */
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL; a.diff_beta = NULL; a.beta = NULL;
+    ln_expect("gamma without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    CHECK(strstr(nbwd_last_error(), "args.gamma is set but desc.use_affine = 0") != NULL, "message: %s",
+          nbwd_last_error());
+    ln_valid(&d, &a); d.use_affine = 0; a.diff_gamma = NULL; a.diff_beta = NULL; a.gamma = NULL;
+    ln_expect("beta without use_affine", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    CHECK(strstr(nbwd_last_error(), "args.beta is set but desc.use_affine = 0") != NULL, "message: %s",
+          nbwd_last_error());
     ln_valid(&d, &a); a.rstd = g_ar[A_V].base + 512;
     ln_expect("rstd given with MEAN_VARIANCE", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
     ln_valid(&d, &a); a.rstd = a.variance; /* README: a statistics tensor of another form given */
@@ -534,6 +562,9 @@ static void bn_status_cases(nbwd_layout L) {
     bn_expect("stats_form DST_RSTD", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.isa = (nbwd_isa)77; bn_expect("isa 77", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.flags = 16u; bn_expect("flags bit 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    CHECK(strstr(nbwd_last_error(), "NBWD_ACCUMULATE_DIFF_SRC") != NULL, "message: %s", nbwd_last_error());
+    bn_valid(&d, &a, L); d.stats_form = NBWD_STATS_NONE; a.mean = NULL; a.variance = NULL;
+    bn_expect("stats_form NONE (not BatchNorm's)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.num_threads = -3; bn_expect("num_threads -3", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     bn_valid(&d, &a, L); d.dims[2] = -1; bn_expect("negative dim", &d, &a, NULL, 0, NBWD_ERR_BAD_SHAPE, 1);
     bn_valid(&d, &a, L); d.dims[0] = (int64_t)1 << 31; d.dims[1] = (int64_t)1 << 31; d.dims[2] = (int64_t)1 << 31;
@@ -1327,8 +1358,8 @@ static void gn_status_cases(nbwd_layout L) {
     gn_valid(&d, &a, L); d.epsilon = 0.0f; d.stats_form = NBWD_STATS_MEAN_RSTD; a.rstd = a.variance;
     a.variance = NULL;
     gn_expect("epsilon 0 with MEAN_RSTD (not read: valid)", &d, &a, NULL, 0, NBWD_OK, 1);
-    gn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)4;
-    gn_expect("stats_form 4", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    gn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)5;
+    gn_expect("stats_form 5", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.stats_form = (nbwd_stats_form)-1;
     gn_expect("stats_form -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.flags = NBWD_USE_GLOBAL_STATS;
@@ -1339,6 +1370,14 @@ static void gn_status_cases(nbwd_layout L) {
     gn_expect("flags bit 31", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.flags = NBWD_ACCUMULATE_PARAM_GRADS;
     gn_expect("flags NBWD_ACCUMULATE_PARAM_GRADS (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); d.flags = NBWD_ACCUMULATE_DIFF_SRC;
+    gn_expect("flags NBWD_ACCUMULATE_DIFF_SRC (LayerNorm's)", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
+    CHECK(strstr(nbwd_last_error(), "NBWD_ACCUMULATE_DIFF_SRC") != NULL, "message: %s", nbwd_last_error());
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_NONE; a.mean = NULL; a.variance = NULL;
+    gn_expect("stats_form NONE, src alone (valid)", &d, &a, NULL, 0, NBWD_OK, 1);
+    gn_valid(&d, &a, L); d.stats_form = NBWD_STATS_NONE; a.mean = NULL;
+    gn_expect("stats_form NONE with a variance", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 0);
+    CHECK(strstr(nbwd_last_error(), "args.variance is set") != NULL, "message: %s", nbwd_last_error());
     gn_valid(&d, &a, L); d.num_threads = -1; gn_expect("num_threads -1", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     gn_valid(&d, &a, L); d.isa = NBWD_ISA_COUNT; gn_expect("isa NBWD_ISA_COUNT", &d, &a, NULL, 0, NBWD_ERR_BAD_PARAM, 1);
     {

@@ -218,6 +218,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             inplace = 0;
         }
     }
+    /* The byte after: the NONE form (the MEAN_VARIANCE form's src alone: the
+       call finds the sets' statistics), read last so that older inputs keep
+       their meaning */
+    if ((fz_u8(&rd) & 3) == 3 && form == NBWD_STATS_MEAN_VARIANCE) {
+        d.stats_form = NBWD_STATS_NONE;
+        form = NBWD_STATS_NONE;
+        if (mode[T_MEAN] == 0) want[T_MEAN] = 0;
+        if (mode[T_VAR] == 0) want[T_VAR] = 0;
+    }
     /* rule 8 once diff_src's strides are final (in place: x's or dy's) */
     if (!must_reject && (!fz_dense_block(rank, dims, d.src_strides, from) ||
                          !fz_dense_block(rank, dims, d.diff_dst_strides, from) ||
@@ -341,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* in place: dx starts as x's or dy's values (the same memory), filled above */
         /* what the computation reads */
         for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
-        w.t[T_SRC].used &= form == 0 || form == 1; w.t[T_XHAT].used &= form == 2; w.t[T_DST].used &= form == 3;
+        w.t[T_SRC].used &= form == 0 || form == 1 || form == 4; w.t[T_XHAT].used &= form == 2; w.t[T_DST].used &= form == 3;
         w.t[T_MEAN].used &= form == 0 || form == 1; w.t[T_VAR].used &= form == 0;
         w.t[T_RSTD].used &= form == 1 || form == 3; w.t[T_STD].used &= form == 2;
         w.t[T_GAMMA].used &= d.use_affine && (w.t[T_DX].present || (form == 3 && w.t[T_DG].present));
@@ -397,29 +406,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int use_gamma = d.use_affine && w.t[T_DX].present;
         int unscale = form == 3 && d.use_affine && (w.t[T_DX].present || w.t[T_DG].present);
         int64_t n, gi, c, e, Cg = G > 0 ? C / G : 0;
-        double *dgr, *dbr, *dga, *dba;
+        double *dgr, *dbr, *dga, *dba, *dge; /* dge: dgamma's extra tolerance in the NONE form */
         memset(allowed, 0, sizeof allowed);
         allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
         allowed[T_DX][T_DY] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[T_DY]);
         fz_allow_unread(&w, allowed);
         fz_check_overlap(&w, allowed, "group_norm");
         FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
-        FZ_ASSERT(total == 0 || (w.t[sp].present && (form >= 2 || w.t[T_MEAN].present)), "accepted without stats");
+        FZ_ASSERT(total == 0 || form == NBWD_STATS_NONE || (w.t[sp].present && (form >= 2 || w.t[T_MEAN].present)),
+                  "accepted without stats");
         FZ_ASSERT(total == 0 || !use_gamma || w.t[T_GAMMA].present, "accepted diff_src without gamma (use_affine)");
         /* ---- float64 reference, set by set */
         dgr = (double *)calloc((size_t)C + 1, sizeof(double)); dbr = (double *)calloc((size_t)C + 1, sizeof(double));
         dga = (double *)calloc((size_t)C + 1, sizeof(double)); dba = (double *)calloc((size_t)C + 1, sizeof(double));
-        if (!dgr || !dbr || !dga || !dba) FZ_FAIL("out of memory");
+        dge = (double *)calloc((size_t)C + 1, sizeof(double));
+        if (!dgr || !dbr || !dga || !dba || !dge) FZ_FAIL("out of memory");
         /* element (n, c, s)'s logical (row-major) index */
 #define LIN(n_, c_, s_) (nxc ? ((n_) * S + (s_)) * C + (c_) : ((n_) * C + (c_)) * S + (s_))
         for (n = 0; n < N && total > 0; ++n)
             for (gi = 0; gi < G; ++gi) {
                 const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
                 const unsigned char *xb = fz_snap_base(&w, xi), *yb = fz_snap_base(&w, T_DY);
-                double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0, axh = 0;
-                double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, n * w.t[sp].st[0] + gi * w.t[sp].st[1]);
+                double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0, axh = 0, none_ge = 0;
+                double spread = form == NBWD_STATS_NONE ? 0.0
+                                : fz_load(fz_snap_base(&w, sp), w.t[sp].dt, n * w.t[sp].st[0] + gi * w.t[sp].st[1]);
                 if (form <= 1) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, n * w.t[T_MEAN].st[0] + gi * w.t[T_MEAN].st[1]);
-                rstd = form == 0 ? (double)(float)(1.0 / sqrt(spread + (double)d.epsilon)) /* one fp32 value */
+                if (form == NBWD_STATS_NONE) { /* the manual: the set's statistics of x, as the MEAN_VARIANCE form's, fp32 */
+                    double s1 = 0.0, s2 = 0.0;
+                    for (c = gi * Cg; c < (gi + 1) * Cg; ++c)
+                        for (e = 0; e < S; ++e) s1 += fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(n, c, e)));
+                    mean = s1 / (double)K;
+                    for (c = gi * Cg; c < (gi + 1) * Cg; ++c)
+                        for (e = 0; e < S; ++e) {
+                            double dv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(n, c, e))) - mean;
+                            s2 += dv * dv;
+                        }
+                    spread = (double)(float)(s2 / (double)K);
+                    mean = (double)(float)mean;
+                }
+                rstd = form == 0 || form == 4 ? (double)(float)(1.0 / sqrt(spread + (double)d.epsilon)) /* one fp32 value */
                        : form == 2 ? 1.0 / spread : spread;
                 for (c = gi * Cg; c < (gi + 1) * Cg; ++c) {
                     double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, c * cst[T_GAMMA]) : 1.0;
@@ -430,6 +455,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                         if (!(fabs(xh) <= axh)) axh = fabs(xh);
                         dgr[c] += yv * xh; dga[c] += fabs(yv * xh);
+                        if (form == NBWD_STATS_NONE) { /* statistics an ulp off: xhat off by 2u (|mean| rstd + |xhat|) */
+                            double er = ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh));
+                            none_ge += fabs(yv * gm) * er;
+                            dge[c] += fabs(yv) * er;
+                        }
                         dbr[c] += yv; dba[c] += fabs(yv);
                     }
                 }
@@ -451,6 +481,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            subnormal: a few 2^-149, times rstd) */
                         double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)K + 8) * s2) +
                                      16.0 * fabs(rstd) * ldexp(1.0, -149);
+                        if (form == NBWD_STATS_NONE)
+                            tol += fabs(rstd) * (fabs(sgx / (double)K) * ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh)) +
+                                                 fabs(xh) * none_ge / (double)K) + ldexp(1.0, -24) * fabs(want_v);
                         double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, LIN(n, c, e)));
                         double unscaled = fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)K) + amg +
                                           fabs(xh) * agx / (double)K;
@@ -472,7 +505,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (w.t[T_DG].present) {
                 double prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, c * cst[T_DG]) : 0.0;
                 double got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, c * cst[T_DG]);
-                if (dga[c] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[c], tolc * dga[c] + ldexp(1.0, -23) * fabs(prev)))
+                if (dga[c] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[c], tolc * dga[c] + dge[c] + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("group_norm dgamma[%lld]: got %.9g, want %.9g (form %d, layout %d, groups %lld)",
                             (long long)c, got, prev + dgr[c], form, (int)layout, (long long)G);
             }
@@ -484,7 +517,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             prev + dbr[c], (int)layout, (long long)G);
             }
         }
-        free(dgr); free(dbr); free(dga); free(dba);
+        free(dgr); free(dbr); free(dga); free(dba); free(dge);
     }
     free(ws_alloc);
     fz_world_free(&w);

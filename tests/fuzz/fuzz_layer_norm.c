@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int nn; /* the parameter tensors' rank: dims [axis, rank) */
     int64_t dims[NBWD_MAX_RANK], raw_axis, rows = 1, n = 1, total = 1, nz = 1;
     int rms, rank, axis = 0, i, arbitrary = 0, must_reject = 0, overflow = 0, too_big = 0, natural = 1, force, force_ok;
-    int res_mode, dst_form;
+    int res_mode, dst_form, acc_dx = 0;
     int mode[T_N], want[T_N], ws_mode, args_null, bytes_null, special, injected = 0, isa_runnable;
     int64_t alias_delta[T_N];
     int alias_of[T_N];
@@ -202,6 +202,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* a residual gradient with nowhere to go */
         if (res_mode == 1 && want[T_DY] && !want[T_DX]) REJECT(10);
     }
+    /* The byte after: the NONE form (the MEAN_VARIANCE form's src alone:
+       the call finds the statistics) and NBWD_ACCUMULATE_DIFF_SRC (diff_src
+       += the gradient; refused beside a residual gradient). */
+    {
+        uint8_t b = fz_u8(&rd);
+        if ((b & 3) == 3 && d.stats_form == NBWD_STATS_MEAN_VARIANCE) {
+            d.stats_form = NBWD_STATS_NONE;
+            if (mode[T_MEAN] == 0) want[T_MEAN] = 0;
+            if (mode[T_VAR] == 0) want[T_VAR] = 0;
+        }
+        if (b & 4) {
+            d.flags |= NBWD_ACCUMULATE_DIFF_SRC;
+            acc_dx = 1;
+            if (res_mode != 0 && want[T_DX]) REJECT(11);
+        }
+    }
     if (force >= 0) {
         nbwd_status fs = nbwd_force_isa((nbwd_isa)force);
         force_ok = force == NBWD_ISA_AUTO || (force > 0 && force < NBWD_ISA_COUNT && nbwd_isa_supported((nbwd_isa)force));
@@ -310,12 +326,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             else if (i == T_VAR || i == T_RSTD || i == T_STD) inj = fz_fill(&w, i, &g, 0.25, 4, special == 4 && i == sp);
             else if (i == T_GAMMA) fz_fill(&w, i, &g, -2, 2, 0);
             else if (i == T_BETA) fz_fill(&w, i, &g, -9, 9, 0);
-            else if (i == T_DG || i == T_DB || (i == T_DX && res_mode == 2)) fz_fill(&w, i, &g, -1, 1, 0);
+            else if (i == T_DG || i == T_DB || (i == T_DX && (res_mode == 2 || acc_dx))) fz_fill(&w, i, &g, -1, 1, 0);
             injected |= inj;
         }
         /* what the computation reads */
         for (i = 0; i < T_N; ++i) w.t[i].used = w.t[i].present;
-        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2 && !rms;
+        w.t[T_SRC].used &= form != 2; w.t[T_XHAT].used &= form == 2; w.t[T_MEAN].used &= form != 2 && form != 4 && !rms;
         w.t[T_VAR].used &= form == 0; w.t[T_RSTD].used &= form == 1 || form == 3; w.t[T_STD].used &= form == 2;
         w.t[T_GAMMA].used &= d.use_affine && (w.t[T_DX].present || (dst_form && w.t[T_DG].present));
         w.t[T_BETA].used &= dst_form && d.use_affine && (w.t[T_DX].present || w.t[T_DG].present);
@@ -369,7 +385,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int form = (int)d.stats_form, sp = form == 0 ? T_VAR : form == 2 ? T_STD : T_RSTD;
         int xi = form == 2 ? T_XHAT : T_SRC;
         int64_t r, j;
-        double *dgr, *dbr, *dga, *dba;
+        double *dgr, *dbr, *dga, *dba, *dge; /* dge: dgamma's extra tolerance in the NONE form */
 #define PAR_OFF(ti, j) fz_offset(nn, dims + axis, w.t[ti].st, j) /* element j of a parameter tensor */
         memset(allowed, 0, sizeof allowed);
         allowed[T_DX][xi] = (unsigned char)fz_same_view(&w.t[T_DX], &w.t[xi]);
@@ -377,24 +393,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fz_allow_unread(&w, allowed);
         fz_check_overlap(&w, allowed, "layer_norm");
         FZ_ASSERT(total == 0 || (w.t[xi].present && w.t[T_DY].present), "accepted without x/dy");
-        FZ_ASSERT(rows == 0 || (w.t[sp].present && (form == 2 || rms || dst_form || w.t[T_MEAN].present)),
+        FZ_ASSERT(rows == 0 || form == NBWD_STATS_NONE ||
+                      (w.t[sp].present && (form == 2 || rms || dst_form || w.t[T_MEAN].present)),
                   "accepted without stats");
         /* ---- float64 reference */
         dgr = (double *)calloc((size_t)n + 1, sizeof(double)); dbr = (double *)calloc((size_t)n + 1, sizeof(double));
         dga = (double *)calloc((size_t)n + 1, sizeof(double)); dba = (double *)calloc((size_t)n + 1, sizeof(double));
-        if (!dgr || !dbr || !dga || !dba) FZ_FAIL("out of memory");
+        dge = (double *)calloc((size_t)n + 1, sizeof(double));
+        if (!dgr || !dbr || !dga || !dba || !dge) FZ_FAIL("out of memory");
         for (r = 0; r < rows && n > 0 && total > 0; ++r) {
             const fz_tensor *tx = &w.t[xi], *ty = &w.t[T_DY], *tdx = &w.t[T_DX];
             const unsigned char *xb = fz_snap_base(&w, xi), *yb = fz_snap_base(&w, T_DY);
             double mean = 0, rstd, sg = 0, sgx = 0, ag = 0, agx = 0, axh = 0; /* axh: max |xhat| */
-            double spread = fz_load(fz_snap_base(&w, sp), w.t[sp].dt, fz_offset(axis, dims, w.t[sp].st, r));
+            double spread = form == NBWD_STATS_NONE ? 0.0
+                                                    : fz_load(fz_snap_base(&w, sp), w.t[sp].dt, fz_offset(axis, dims, w.t[sp].st, r));
+            double none_ge = 0.0; /* NONE: sum of |g| times xhat's error from statistics an ulp off */
             int use_gamma = d.use_affine && w.t[T_DX].present;
             /* DST_RSTD: xhat = (dst - beta) * (1 / (gamma + offset)) in fp32
                where gamma is read, 0 for a scale under FLT_MIN */
             int unscale = dst_form && d.use_affine && (w.t[T_DX].present || w.t[T_DG].present);
-            if (form != 2 && !rms && !dst_form) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
-            rstd = form == 0 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 || dst_form ? spread : 1.0 / spread;
-            if (form == 0) rstd = (double)(float)rstd; /* the manual: rstd is one fp32 scalar */
+            if (form != 2 && form != 4 && !rms && !dst_form) mean = fz_load(fz_snap_base(&w, T_MEAN), w.t[T_MEAN].dt, fz_offset(axis, dims, w.t[T_MEAN].st, r));
+            if (form == NBWD_STATS_NONE) { /* the manual: the statistics of x, in fp32, as the MEAN_VARIANCE form's */
+                double s1 = 0.0, s2 = 0.0;
+                for (j = 0; j < n; ++j) s1 += fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
+                mean = rms ? 0.0 : s1 / (double)n;
+                for (j = 0; j < n; ++j) {
+                    double dv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j)) - mean;
+                    s2 += dv * dv;
+                }
+                spread = (double)(float)(s2 / (double)n);
+                mean = (double)(float)mean;
+            }
+            rstd = form == 0 || form == 4 ? 1.0 / sqrt(spread + (double)d.epsilon) : form == 1 || dst_form ? spread : 1.0 / spread;
+            if (form == 0 || form == 4) rstd = (double)(float)rstd; /* the manual: rstd is one fp32 scalar */
             for (j = 0; j < n; ++j) {
                 double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, r * n + j));
                 double yv = fz_load(yb, ty->dt, fz_offset(rank, dims, ty->st, r * n + j));
@@ -404,6 +435,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                 if (fabs(xh) > axh) axh = fabs(xh);
                 dgr[j] += yv * xh; dga[j] += fabs(yv * xh);
+                if (form == NBWD_STATS_NONE) { /* xhat's error: 2u (|mean| rstd + |xhat|) */
+                    double e = ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh));
+                    none_ge += fabs(yv * gm) * e;
+                    dge[j] += fabs(yv) * e;
+                }
                 dbr[j] += yv; dba[j] += fabs(yv);
             }
             /* the kernels work in fp32: where xhat or a partial sum of |g|,
@@ -420,11 +456,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     double s1 = fabs(rstd) * (fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)n));
                     double s2 = fabs(rstd) * (amg + fabs(xh) * agx / (double)n);
                     double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)n + 8) * s2);
+                    if (form == NBWD_STATS_NONE) /* statistics an ulp off (see the sums above) */
+                        tol += fabs(rstd) * (fabs(sgx / (double)n) * ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh)) +
+                                             fabs(xh) * none_ge / (double)n) + ldexp(1.0, -24) * fabs(want_v);
                     double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, r * n + j));
                     /* rstd scales last: before it, g - (mean_g + xhat * mean_gx) must fit fp32 too */
                     double unscaled = fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)n) + amg +
                                       fabs(xh) * agx / (double)n;
-                    if (res_mode) { /* + the residual gradient: diff_dst's or diff_src's value before the call */
+                    if (res_mode || acc_dx) { /* + the residual gradient: diff_dst's or diff_src's value before the call */
                         int rt = res_mode == 1 ? T_DY : T_DX;
                         double rv = fz_load(fz_snap_base(&w, rt), w.t[rt].dt, fz_offset(rank, dims, w.t[rt].st, r * n + j));
                         want_v += rv;
@@ -445,7 +484,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (w.t[T_DG].present) {
                 double prev = acc ? fz_load(fz_snap_base(&w, T_DG), w.t[T_DG].dt, PAR_OFF(T_DG, j)) : 0.0;
                 double got = fz_load(w.t[T_DG].base, w.t[T_DG].dt, PAR_OFF(T_DG, j));
-                if (dga[j] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[j], tolc * dga[j] + ldexp(1.0, -23) * fabs(prev)))
+                if (dga[j] < 1e35 && !fz_close(w.t[T_DG].dt, got, prev + dgr[j], tolc * dga[j] + dge[j] + ldexp(1.0, -23) * fabs(prev)))
                     FZ_FAIL("layer_norm dgamma[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dgr[j]);
             }
             if (w.t[T_DB].present) {
@@ -455,7 +494,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     FZ_FAIL("layer_norm dbeta[%lld]: got %.9g, want %.9g", (long long)j, got, prev + dbr[j]);
             }
         }
-        free(dgr); free(dbr); free(dga); free(dba);
+        free(dgr); free(dbr); free(dga); free(dba); free(dge);
 #undef PAR_OFF
     }
     free(ws_alloc);
