@@ -79,12 +79,15 @@
    masking kernel writes the masked diff_dst, with the CPU path's bits,
    into diff_src_add or, for NBWD_FUSE_RELU, the workspace, before the
    other kernels read it as their diff_dst).
-   Not on the GPU (NBWD_ERR_UNSUPPORTED): strided parameter tensors
+   Not on the GPU (NBWD_ERR_UNSUPPORTED): the NBWD_STATS_NONE form (the
+   statistics computed in the call), the flag NBWD_ACCUMULATE_DIFF_SRC
+   (pass args.diff_residual = args.diff_src instead: the same sum), strided
+   parameter tensors
    (gamma_strides, diff_gamma_strides, diff_beta_strides of the LayerNorm
    and BatchNorm descs, and beta_strides where LayerNorm's DST_RSTD form
    reads beta) and BatchNorm's [C] statistics strides. GroupNorm takes
    every input the CPU takes: NCX and NXC, any rank >= 2, groups dividing
-   C (InstanceNorm: groups = C), its [N, groups] statistics in the four
+   C (InstanceNorm: groups = C), its [N, groups] statistics in the four saved
    forms with any strides, its [C] parameters with any strides, every
    dtype combination, in place, optional outputs, accumulate.
    All tensor pointers in args, and the
@@ -444,6 +447,19 @@ static int nbwdg__ln_unscales(const nbwd__ln_plan *p, const nbwd_layer_norm_bwd_
     return p->form == NBWD_STATS_DST_RSTD && p->affine && (a->diff_src || a->diff_gamma);
 }
 
+/* What the CPU path takes and the GPU's kernels do not (yet): the
+   statistics computed in the call, and diff_src += (which the residual
+   route does: diff_residual = diff_src). */
+static nbwd_status nbwdg__ln_supported(const nbwd__ln_plan *p) {
+    if (p->form == NBWD_STATS_NONE)
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "desc.stats_form = NBWD_STATS_NONE: the GPU path takes saved "
+                                                "statistics (the CPU path computes them in the call)");
+    if (p->accumulate_dx)
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "desc.flags has NBWD_ACCUMULATE_DIFF_SRC: on the GPU pass "
+                                                "args.diff_residual = args.diff_src without the flag (the same sum)");
+    return NBWD_OK;
+}
+
 /* Full validation: the CPU checks, then the workspace. */
 static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int rms, const nbwd_layer_norm_bwd_args *args,
                                      const void *workspace, size_t bytes, nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
@@ -451,6 +467,7 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int r
     if ((s = nbwd__ln_plan_desc(desc, rms, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__ln_check_args(desc, p, args)) != NBWD_OK) return s;
+    if ((s = nbwdg__ln_supported(p)) != NBWD_OK) return s;
     if ((s = nbwdg__params_dense(&p->par, nbwdg__ln_unscales(p, args) && args->beta)) != NBWD_OK) return s;
     nbwdg__ln_config(p, c);
     if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0; /* as a CPU call that succeeds */
@@ -485,7 +502,8 @@ static nbwd_status nbwdg__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc
     nbwdg__ln_cfg c;
     nbwd_status s;
     if (!bytes) return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK) return nbwdg__reject(entry, s);
+    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK || (s = nbwdg__ln_supported(&p)) != NBWD_OK)
+        return nbwdg__reject(entry, s);
     nbwdg__ln_config(&p, &c);
     *bytes = c.ws_bytes;
     nbwd__msg[0] = 0;
@@ -620,6 +638,10 @@ static void nbwdg__gn_config(const nbwd__gn_plan *p, nbwdg__gn_cfg *c) {
     c->ws_bytes = c->off_part + (c->nparts > 1 ? nbwdg__round((size_t)c->nparts * 2 * (size_t)c->NC * 4) : 0);
 }
 
+static nbwd_status nbwdg__gn_none(void) {
+    return nbwd__fail(NBWD_ERR_UNSUPPORTED, "desc.stats_form = NBWD_STATS_NONE: the GPU path takes saved statistics "
+                                            "(the CPU path computes them in the call)");
+}
 /* norm_bwd.h's checks, in its order and words, then the workspace. Every
    stride the CPU takes is taken (the kernels index the [C] and [N, groups]
    tensors with their strides). */
@@ -629,6 +651,7 @@ static nbwd_status nbwdg__gn_prepare(const nbwd_group_norm_bwd_desc *desc, const
     if ((s = nbwd__gn_plan_desc(desc, p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
     if ((s = nbwd__gn_check_args(desc, p, args)) != NBWD_OK) return s;
+    if (p->form == NBWD_STATS_NONE) return nbwdg__gn_none();
     nbwdg__gn_config(p, c);
     if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0;
     return s;
@@ -641,6 +664,7 @@ NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd_workspace_size(const nbwd_group
     nbwd_status s;
     if (!bytes) return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
     if ((s = nbwd__gn_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject(entry, s);
+    if (p.form == NBWD_STATS_NONE) return nbwdg__reject(entry, nbwdg__gn_none());
     nbwdg__gn_config(&p, &c);
     *bytes = c.ws_bytes;
     nbwd__msg[0] = 0;

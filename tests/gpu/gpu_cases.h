@@ -61,7 +61,7 @@ static int nbwdt_ln_case(int i, nbwd_layer_norm_bwd_desc *d, nbwd_layer_norm_bwd
     case 11: *name = "epsilon 0"; d->epsilon = 0.0f; return 1;
     case 12: *name = "epsilon NaN"; d->epsilon = (float)NAN; return 1;
     case 13: *name = "unknown flag"; d->flags = 2; return 1;
-    case 14: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
+    case 14: *name = "stats form 5"; d->stats_form = (nbwd_stats_form)5; return 1;
     case 15: *name = "num_threads -1"; d->num_threads = -1; return 1;
     case 16: *name = "isa 99"; d->isa = (nbwd_isa)99; return 1;
     case 17: *name = "inner stride 2 (not dense)"; d->src_strides = bad_inner; return 1;
@@ -398,7 +398,7 @@ static int nbwdt_gn_case(int i, nbwd_group_norm_bwd_desc *d, nbwd_group_norm_bwd
         a->rstd = a->variance; a->variance = NULL; return 1;
     case 16: *name = "NBWD_USE_GLOBAL_STATS (BatchNorm's)"; d->flags = NBWD_USE_GLOBAL_STATS; return 1;
     case 17: *name = "unknown flag"; d->flags = 64; return 1;
-    case 18: *name = "stats form 4"; d->stats_form = (nbwd_stats_form)4; return 1;
+    case 18: *name = "stats form 5"; d->stats_form = (nbwd_stats_form)5; return 1;
     case 19: *name = "f32 data with bf16 stats"; d->stats_dtype = NBWD_BF16; return 1;
     case 20: *name = "bf16 data with f16 params"; d->data_dtype = NBWD_BF16; d->param_dtype = NBWD_F16; return 1;
     case 21: *name = "dtype 7"; d->data_dtype = (nbwd_dtype)7; return 1;
@@ -519,6 +519,75 @@ static void nbwdt_expect(nbwd_status sc, nbwd_status sg, int f, nbwd_status ok_s
                         strstr(nbwd_gpu_last_error(), "_strides") != NULL,
                     what);
     }
+}
+
+/* What the CPU path takes and the GPU path refuses (NBWD_ERR_UNSUPPORTED,
+   from the call and the size query, naming what): LayerNorm's, RMSNorm's
+   and GroupNorm's NBWD_STATS_NONE form (src alone), and
+   NBWD_ACCUMULATE_DIFF_SRC. */
+static void nbwdt_cpu_only_cases(char *cpu_arena, char *gpu_arena) {
+    void *cpu_ws = malloc(1 << 20);
+    int k;
+    for (k = 0; k < 3; ++k) { /* LayerNorm NONE, RMSNorm NONE, LayerNorm accumulating diff_src */
+        nbwd_layer_norm_bwd_desc d1, d2;
+        nbwd_layer_norm_bwd_args a1, a2;
+        nbwd_rms_norm_bwd_args r1, r2;
+        const char *want = k == 2 ? "NBWD_ACCUMULATE_DIFF_SRC" : "NBWD_STATS_NONE";
+        char what[300];
+        size_t need = 0;
+        nbwd_status sc, sg, sq;
+        nbwdt_ln_base(&d1, &a1, cpu_arena);
+        nbwdt_ln_base(&d2, &a2, gpu_arena);
+        if (k == 1) {
+            int64_t dims[2] = {4, 8};
+            nbwd_rms_norm_bwd_desc_init(&d1, 2, dims);
+            nbwd_rms_norm_bwd_desc_init(&d2, 2, dims);
+        }
+        if (k < 2) {
+            d1.stats_form = d2.stats_form = NBWD_STATS_NONE;
+            a1.mean = a1.variance = a2.mean = a2.variance = NULL;
+        } else {
+            d1.flags = d2.flags = NBWD_ACCUMULATE_DIFF_SRC;
+        }
+        a1.beta = a2.beta = NULL;
+        memset(&r1, 0, sizeof r1);
+        r1.src = a1.src; r1.diff_dst = a1.diff_dst; r1.gamma = a1.gamma; r1.diff_src = a1.diff_src;
+        r1.diff_gamma = a1.diff_gamma; r1.diff_beta = a1.diff_beta;
+        memset(&r2, 0, sizeof r2);
+        r2.src = a2.src; r2.diff_dst = a2.diff_dst; r2.gamma = a2.gamma; r2.diff_src = a2.diff_src;
+        r2.diff_gamma = a2.diff_gamma; r2.diff_beta = a2.diff_beta;
+        sc = k == 1 ? nbwd_rms_norm_bwd(&d1, &r1, cpu_ws, 1 << 20) : nbwd_layer_norm_bwd(&d1, &a1, cpu_ws, 1 << 20);
+        sq = k == 1 ? nbwd_gpu_rms_norm_bwd_workspace_size(&d2, &need) : nbwd_gpu_layer_norm_bwd_workspace_size(&d2, &need);
+        snprintf(what, sizeof what, "%s %s: the CPU takes it (%d), the GPU size query refuses it (%d): %.150s",
+                 k == 1 ? "RMSNorm" : "LayerNorm", want, (int)sc, (int)sq, nbwd_gpu_last_error());
+        nbwdt_check(sc == NBWD_OK && sq == NBWD_ERR_UNSUPPORTED && strstr(nbwd_gpu_last_error(), want) != NULL, what);
+        sg = k == 1 ? nbwd_gpu_rms_norm_bwd(&d2, &r2, gpu_arena + NBWDT_GPU_WS_OFF, 1 << 16, NULL)
+                    : nbwd_gpu_layer_norm_bwd(&d2, &a2, gpu_arena + NBWDT_GPU_WS_OFF, 1 << 16, NULL);
+        snprintf(what, sizeof what, "%s %s: the GPU call refuses it (%d): %.150s", k == 1 ? "RMSNorm" : "LayerNorm",
+                 want, (int)sg, nbwd_gpu_last_error());
+        nbwdt_check(sg == NBWD_ERR_UNSUPPORTED && strstr(nbwd_gpu_last_error(), want) != NULL, what);
+    }
+    {
+        nbwd_group_norm_bwd_desc d1, d2;
+        nbwd_group_norm_bwd_args a1, a2;
+        size_t need = 0;
+        nbwd_status sc, sg, sq;
+        char what[300];
+        nbwdt_gn_base(&d1, &a1, cpu_arena);
+        nbwdt_gn_base(&d2, &a2, gpu_arena);
+        d1.stats_form = d2.stats_form = NBWD_STATS_NONE;
+        a1.mean = a1.variance = a2.mean = a2.variance = NULL;
+        a1.beta = a2.beta = NULL;
+        sc = nbwd_group_norm_bwd(&d1, &a1, cpu_ws, 1 << 20);
+        sq = nbwd_gpu_group_norm_bwd_workspace_size(&d2, &need);
+        sg = nbwd_gpu_group_norm_bwd(&d2, &a2, gpu_arena + NBWDT_GPU_WS_OFF, 1 << 16, NULL);
+        snprintf(what, sizeof what, "GroupNorm NBWD_STATS_NONE: CPU %d, GPU query %d and call %d: %.150s", (int)sc,
+                 (int)sq, (int)sg, nbwd_gpu_last_error());
+        nbwdt_check(sc == NBWD_OK && sq == NBWD_ERR_UNSUPPORTED && sg == NBWD_ERR_UNSUPPORTED &&
+                        strstr(nbwd_gpu_last_error(), "NBWD_STATS_NONE") != NULL,
+                    what);
+    }
+    free(cpu_ws);
 }
 
 static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_status) {
@@ -712,6 +781,7 @@ static void nbwdt_status_cases(char *cpu_arena, char *gpu_arena, nbwd_status ok_
         d.stats_form = NBWD_STATS_MEAN_VARIANCE;
         d.use_affine = 0;
         a.diff_gamma = a.diff_beta = NULL;
+        a.gamma = a.beta = NULL; /* (refused with use_affine = 0: nothing reads them) */
         nbwdt_check(nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need2) == NBWD_OK && need2 == 0,
                     "LayerNorm workspace query: 0 without affine");
         {

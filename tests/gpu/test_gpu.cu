@@ -1763,6 +1763,7 @@ int main(void) {
         char *host = (char *)calloc(NBWDT_ARENA, 1);
         printf("no GPU: %s\n", nbwd_gpu_last_error());
         nbwdt_status_cases(cpu, host, NBWD_ERR_UNSUPPORTED);
+        nbwdt_cpu_only_cases(cpu, host);
         free(host);
         printf("host-side checks only (the kernels did not run)\n");
     } else {
@@ -1773,6 +1774,7 @@ int main(void) {
         CK(cudaMalloc(&dev, NBWDT_ARENA));
         CK(cudaMemset(dev, 0, NBWDT_ARENA));
         nbwdt_status_cases(cpu, dev, NBWD_OK);
+        nbwdt_cpu_only_cases(cpu, dev);
         cudaFree(dev);
         gpu_tests();
         gn_tests();

@@ -23,6 +23,7 @@ int main(void) {
     nbwdt_status_cases(cpu, gpu, NBWD_ERR_UNSUPPORTED);
     nbwdt_check(strstr(nbwd_gpu_last_error(), "no CUDA") != NULL, "stub message says the build has no CUDA");
     printf("stub message: %s\n", nbwd_gpu_last_error());
+    nbwdt_cpu_only_cases(cpu, gpu);
     printf("%d passed, %d failed\n", passed, failed);
     free(cpu);
     free(gpu);
