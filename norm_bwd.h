@@ -35,14 +35,19 @@
        diff_src   = rstd * (g - mean(g) - xhat * mean(g * xhat))
        diff_gamma = sum over the sets of diff_dst * xhat
        diff_beta  = sum over the sets of diff_dst
-   The statistics can be given in three forms (nbwd_stats_form):
+   The statistics can be given in three forms (nbwd_stats_form), or found
+   by the call:
        NBWD_STATS_MEAN_VARIANCE  mean and variance, epsilon used (oneDNN, Ascend)
        NBWD_STATS_MEAN_RSTD      mean and rstd = 1/sqrt(var + eps) (PyTorch
                                  save_invstd, Apex invvar, cuDNN, llm.c)
        NBWD_STATS_XHAT_STD       the normalized input xhat in place of x, and
                                  std = sqrt(var + eps) (InfiniCore); needs no x,
                                  mean or variance
-   epsilon is read only in the MEAN_VARIANCE form. There rstd is
+       NBWD_STATS_NONE           src alone (LayerNorm, RMSNorm, GroupNorm;
+                                 ggml's rms_norm_back): the call finds each
+                                 set's mean and variance (RMSNorm: mean(x^2))
+                                 itself, epsilon used; see below
+   epsilon is read only in the MEAN_VARIANCE and NONE forms. There rstd is
    (float)(1 / sqrt((double)variance + (double)epsilon)): one fp32 value per
    set, so the MEAN_RSTD form given that value (as f32 statistics) produces
    the same bits.
@@ -53,7 +58,40 @@
        diff_gamma = sum of diff_dst * xhat;  diff_beta = sum of diff_dst
    with its statistics as NBWD_STATS_MEAN_SQUARE (mean(x^2), epsilon used:
    oneDNN's rms_norm), NBWD_STATS_RSTD (PyTorch, Liger, Transformer Engine)
-   or NBWD_STATS_XHAT_STD (xhat and std = sqrt(mean(x^2) + epsilon)).
+   or NBWD_STATS_XHAT_STD (xhat and std = sqrt(mean(x^2) + epsilon)), or
+   NBWD_STATS_NONE (src alone).
+   NBWD_STATS_NONE (statistics computed in the call): for an engine that
+   saves nothing from the forward. LayerNorm and RMSNorm rows: one pass
+   over the row sums x - shift, its square, g and g * (x - shift)
+   together (the shift: the mean of the row's first vector, so the sums
+   stay small; RMSNorm: 0), in f32 chains of at most 8 additions added in
+   double; mean, variance, mean(g) and mean(g * xhat) follow in double
+   (mean(g * xhat) = rstd * (mean(g d) - mean(d) mean(g))), the mean and
+   rstd = 1/sqrt(variance + epsilon) rounded to f32 as the MEAN_VARIANCE
+   form takes them; then dx as in the other forms, the row still in the
+   cache. Where the shift lies more than a standard deviation from the
+   mean (an outlier in the first vector), the row is summed again around
+   its mean, so that the variance's cancellation costs at most a factor of
+   2 on the rounding of its sums. Speed: about the saved-statistics call's
+   with the same outputs (0.84-1.16x of it in bench/NOTES.md; diff_gamma
+   and diff_beta add a pass over the row, from the cache). GroupNorm: a pass
+   over x before the backward (mean and variance by the corrected two-pass
+   algorithm per NCX plane, or per NXC column around a pivot, in f32
+   chains of at most 8 additions added in double; a set's channels
+   combined in double), one more read of x than the saved forms.
+   Accuracy: against the float64 statistics of the same x, the mean is
+   within u |mean| + 26 u std and rstd within 13 u (u = 2^-24; worst
+   cases, typically about an ulp), and dx's row scalars mean(g), mean(g
+   xhat) within about an ulp (sums in double by blocks; the saved forms'
+   are f32 sums over the whole row). The tests hold diff_src, diff_gamma
+   and diff_beta to the saved-statistics forms' tolerances plus what that
+   bound moves them by, near-constant rows and |mean| >> std included.
+   Range: the sums are f32, as a saved variance is: a row (set) whose
+   squared deviations add up past FLT_MAX (|x - mean| beyond about
+   1e19 / sqrt(n)) has no fp32 statistics, and its diff_src and its share
+   of diff_gamma come out 0 (rstd 0) or NaN; other rows and diff_beta are
+   unaffected. Deterministic as the other forms: a row's (set's) bits
+   never depend on the thread count or on which rows share a batch.
    LayerNorm and RMSNorm also take:
      NBWD_STATS_DST_RSTD       backward from the forward output (Apex's
                                memory-efficient mode: x need not be kept):
@@ -96,7 +134,8 @@
      Always start from desc_init (it stamps the descriptor): a zeroed or
      hand-built descriptor would not have the defaults, and every call
      refuses it (NBWD_ERR_NOT_INITIALIZED).
-     args: inputs src | xhat | dst, diff_dst, mean, variance | rstd | std,
+     args: inputs src | xhat | dst, diff_dst, mean, variance | rstd | std
+     (NONE: src alone),
      gamma, beta (read only by the DST_RSTD form, optional there), and
      diff_residual (optional, needs diff_src; strides
      desc.diff_residual_strides, any outer strides as for diff_dst);
@@ -107,9 +146,10 @@
      diff_beta: dims[axis..rank) (N = their product), dense unless
      gamma_strides, beta_strides, diff_gamma_strides, diff_beta_strides give
      rank - axis strides each (entry k for dim axis + k).
-     diff_gamma/diff_beta need use_affine (else NBWD_ERR_BAD_PARAM); gamma is
-     needed (use_affine) only when diff_src is requested (DST_RSTD: or
-     diff_gamma, which needs xhat).
+     diff_gamma/diff_beta need use_affine, and without it gamma and beta are
+     refused too (NBWD_ERR_BAD_PARAM: see "Arguments a call does not read");
+     gamma is needed (use_affine) only when diff_src is requested (DST_RSTD:
+     or diff_gamma, which needs xhat).
      gamma_offset: the forward scaled by gamma + gamma_offset (Gemma's and
      Transformer Engine's zero-centred gamma: 1); diff_src uses that scale
      (the sum rounded to float), diff_gamma is unchanged by it (the gradient
@@ -217,11 +257,14 @@
      1e-5 from desc_init's eps), MEAN_RSTD, XHAT_STD (args.xhat, args.std)
      and DST_RSTD (args.dst, the forward output, with args.rstd: xhat =
      (dst - beta[c]) * (1 / gamma[c]) in fp32, beta optional; where gamma[c]
-     is 0 or subnormal xhat is taken as 0 there, as LayerNorm's). use_affine (default 1):
+     is 0 or subnormal xhat is taken as 0 there, as LayerNorm's), or none:
+     NBWD_STATS_NONE (args.src alone, epsilon used: see WHAT IS COMPUTED;
+     a NaN or infinity in x then makes its whole set's statistics, so its
+     set's diff_src and its group's diff_gamma, non-finite). use_affine (default 1):
      gamma [C], needed when diff_src is asked for (DST_RSTD: or diff_gamma);
      diff_gamma and diff_beta [C] optional, each on its own; use_affine = 0
-     means gamma = 1 and no gamma gradients (NBWD_ERR_BAD_PARAM if one is
-     given). The [C] tensors take one stride entry each. Data strides: any,
+     means gamma = 1 and no gamma gradients (NBWD_ERR_BAD_PARAM if gamma,
+     beta or a gamma gradient is given). The [C] tensors take one stride entry each. Data strides: any,
      except that the spatial dims (NCX) or the channels (NXC) must be dense
      (NBWD_ERR_BAD_STRIDES); diff_src may be exactly src (xhat, dst) or
      diff_dst (in place). Flag NBWD_ACCUMULATE_PARAM_GRADS; every dtype
@@ -283,9 +326,10 @@
    diff_src rows between diff_dst rows): this is checked element by element
    where the two have the same dims, element size and strides; otherwise
    their byte ranges (lowest to highest element) must not overlap. Inputs a
-   call does not read are not checked: beta (except in the DST_RSTD form);
-   LayerNorm's gamma without diff_src (DST_RSTD: and diff_gamma);
-   BatchNorm's gamma without diff_gamma/diff_beta.
+   call does not read (ERRORS AND GUARANTEES: "Arguments a call does not
+   read") are not checked: beta (except in the DST_RSTD form); LayerNorm's
+   gamma without diff_src (DST_RSTD: and diff_gamma); BatchNorm's gamma
+   without diff_gamma/diff_beta.
    A dimension of size 0 is allowed: no rows (or no batch) gives diff_gamma =
    diff_beta = 0 (or leaves them unchanged in accumulate mode); tensors with
    no elements may be NULL (or any pointer: they are not touched). An empty
@@ -297,8 +341,16 @@
    ============================================================================
      NBWD_ACCUMULATE_PARAM_GRADS   diff_gamma += ..., diff_beta += ... (for
                                    gradient accumulation over micro-batches);
-                                   the default overwrites. diff_src is always
-                                   overwritten.
+                                   the default overwrites.
+     NBWD_ACCUMULATE_DIFF_SRC      LayerNorm, RMSNorm: diff_src += the input
+                                   gradient (llm.c's dinp +=, a residual
+                                   stream's gradient): the diff_residual
+                                   route with diff_src as the residual (f32
+                                   sum, one rounding), so not together with
+                                   args.diff_residual (NBWD_ERR_BAD_PARAM).
+                                   Without it diff_src is overwritten;
+                                   BatchNorm and GroupNorm always overwrite
+                                   (they refuse the flag).
      NBWD_USE_GLOBAL_STATS         BatchNorm: frozen mean and variance (see
                                    BatchNorm above); LayerNorm and RMSNorm
                                    refuse it.
@@ -370,6 +422,16 @@
    =2 also prints one line per LayerNorm/RMSNorm/BatchNorm call: operation, shape,
    dtypes, statistics form, outputs, path, thread limit, time (the variable
    is read once, with the CPU detection).
+   Arguments a call does not read, one rule: a pointer to something the
+   descriptor says is not there is refused (NBWD_ERR_BAD_PARAM), as a sign
+   that the descriptor and the arguments disagree: another statistics
+   form's inputs (mean in the XHAT_STD form, variance in the NONE form, ...)
+   and, with use_affine = 0, gamma, beta, diff_gamma and diff_beta. A
+   pointer to something the descriptor has but this call happens not to
+   need is taken and ignored (neither read nor checked): beta outside the
+   DST_RSTD form, gamma when diff_src is not asked for (DST_RSTD: nor
+   diff_gamma), and BatchNorm's gamma without diff_gamma/diff_beta (oneDNN's
+   rule; BatchNorm has no use_affine: gamma absent means 1).
    Sizes: all index arithmetic is 64-bit (tensors beyond 2^31 elements work);
    the product of the non-zero dims may be at most INT64_MAX / 16, larger or
    overflowing shapes are NBWD_ERR_BAD_SHAPE, overflowing stride extents
@@ -599,7 +661,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
 } nbwd_layer_norm_bwd_desc;
 
 typedef struct nbwd_layer_norm_bwd_args {
-    const void *src;       /* x: MEAN_VARIANCE and MEAN_RSTD forms */
+    const void *src;       /* x: MEAN_VARIANCE, MEAN_RSTD and NONE forms */
     const void *xhat;      /* normalized input: XHAT_STD form */
     const void *diff_dst;  /* required */
     const void *mean;      /* MEAN_VARIANCE and MEAN_RSTD forms */
@@ -621,7 +683,7 @@ typedef struct nbwd_layer_norm_bwd_args {
 typedef nbwd_layer_norm_bwd_desc nbwd_rms_norm_bwd_desc;
 
 typedef struct nbwd_rms_norm_bwd_args {
-    const void *src;         /* x: MEAN_SQUARE and RSTD forms */
+    const void *src;         /* x: MEAN_SQUARE, RSTD and NONE forms */
     const void *xhat;        /* x * rstd: XHAT_STD form */
     const void *diff_dst;    /* required */
     const void *mean_square; /* MEAN_SQUARE form: mean(x^2) */
@@ -701,7 +763,7 @@ typedef struct nbwd_group_norm_bwd_desc {
 } nbwd_group_norm_bwd_desc;
 
 typedef struct nbwd_group_norm_bwd_args {
-    const void *src;       /* x: MEAN_VARIANCE and MEAN_RSTD forms */
+    const void *src;       /* x: MEAN_VARIANCE, MEAN_RSTD and NONE forms */
     const void *xhat;      /* XHAT_STD form */
     const void *dst;       /* DST_RSTD form: the forward output xhat * gamma + beta */
     const void *diff_dst;  /* required */

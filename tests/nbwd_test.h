@@ -186,6 +186,10 @@ void t_padded_strides(int rank, const int64_t *dims, int dense_from, int64_t pad
      largest |gradient| of the case.
    ========================================================================== */
 #define T_U (1.0 / 16777216.0)
+/* NBWD_STATS_NONE: how far xhat may move with the statistics a call finds
+   itself (the manual's bound: the mean within u |mean| + 26 u std, rstd
+   within 13 u, u = 2^-24): u (|mean| rstd + 32 + 16 |xhat|) */
+#define T_NONE_XHAT_ERR(mean, rstd, xh) (T_U * (fabs(mean) * (rstd) + 32.0 + 16.0 * fabs(xh)))
 #define T_DX_C1 16.0
 #define T_DX_C2(n) (8.0 + 4.0 * sqrt((double)(n)))
 #define T_PG_C(rows) (16.0 + 2.0 * log2((double)(rows) + 1.0) + 4.0 * sqrt((double)(rows)))

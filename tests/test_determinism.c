@@ -302,16 +302,20 @@ static void concurrent_calls(void) {
 /* Which outputs a call asks for picks the kernel (with column sums, rows go
    through the L2 sweep; dx alone, the row-pipelined loop; sums alone, a
    reduction): every choice must give the same bits for the same output. */
-static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, uint64_t seed) {
+static void ln_outputs_agree(int64_t rows, int64_t n, nbwd_dtype dt, int none, uint64_t seed) {
     int64_t dims[2];
     t_buf dx[2], dg[3], db[3];
     ln_inputs in;
     int t;
     dims[0] = rows;
     dims[1] = n;
-    t_case("outputs agree LN %lldx%lld dt=%s isa=%s", (long long)rows, (long long)n, t_dtype_name(dt),
-           nbwd_isa_name(g_test_isa));
+    t_case("outputs agree LN%s %lldx%lld dt=%s isa=%s", none ? " (NBWD_STATS_NONE)" : "", (long long)rows,
+           (long long)n, t_dtype_name(dt), nbwd_isa_name(g_test_isa));
     ln_inputs_make(&in, rows, n, dt, NBWD_F32, seed);
+    if (none) { /* the statistics found in the call */
+        in.d.stats_form = NBWD_STATS_NONE;
+        in.a.mean = in.a.variance = NULL;
+    }
     for (t = 0; t < 3; ++t) {
         if (t < 2) t_buf_alloc(&dx[t], 2, dims, NULL, dt);
         t_buf_alloc(&dg[t], 1, &n, NULL, NBWD_F32);
@@ -444,9 +448,11 @@ void test_determinism(void) {
             ln_det(3, 70001, k_dts[k], 1, v, ++seed);
         }
         /* several L2 sub-blocks per batch of rows; tails of whole and partial vectors */
-        ln_outputs_agree(200, 1000, k_dts[k], ++seed);
-        ln_outputs_agree(70, 4097, k_dts[k], ++seed);
-        ln_outputs_agree(150, 200, k_dts[k], ++seed);
+        ln_outputs_agree(200, 1000, k_dts[k], 0, ++seed);
+        ln_outputs_agree(70, 4097, k_dts[k], 0, ++seed);
+        ln_outputs_agree(150, 200, k_dts[k], 0, ++seed);
+        ln_outputs_agree(150, 200, k_dts[k], 1, ++seed);
+        ln_outputs_agree(9, 4097, k_dts[k], 1, ++seed);
         ln_forms_agree(203, 24, k_dts[k], 1e-5f, ++seed); /* batches of 64 rows and a tail of 11 */
         ln_forms_agree(67, 1000, k_dts[k], 1e-3f, ++seed);
     }

@@ -227,11 +227,10 @@ static void gn_det(const gn_cfg *c, const nbwd_group_norm_bwd_desc *desc, const 
 }
 
 /* NBWD_STATS_NONE: the call's f32 statistics may differ from the float64
-   ones rounded to f32 by about an ulp: a mean an ulp off moves xhat by
-   rstd ulp(mean), a variance an ulp off rstd by half an ulp. The
-   tolerances grow by what that does (per set, as LayerNorm's rows):
-   e = 2u (|mean| rstd + |xhat|) on xhat; diff_src: rstd (|mean(g xhat)| e +
-   |xhat| mean(|g| e)) + u |dx|; diff_gamma: |dy| e per element. */
+   ones rounded to f32 by the manual's bound, which moves xhat by e =
+   T_NONE_XHAT_ERR (per set, as LayerNorm's rows); diff_src: rstd
+   (|mean(g xhat)| e + |xhat| mean(|g| e)) + u |dx|; diff_gamma: |dy| e
+   per element. */
 static void gn_none_tolerance(const gn_cfg *c, const gn_geo *geo, const t_buf *bx, const t_buf *bdy, const t_buf *bg,
                               const double *mean, const double *var, ref_out ro) {
     const int64_t NG = geo->N * geo->G;
@@ -243,14 +242,14 @@ static void gn_none_tolerance(const gn_cfg *c, const gn_geo *geo, const t_buf *b
         const int64_t ch = gn_chan(geo, c->layout, e);
         const double rs = 1.0 / sqrt(var[s = gn_set(geo, c->layout, e)] + (double)c->eps);
         const double xh = (t_buf_get(bx, e) - mean[s]) * rs, dy = t_buf_get(bdy, e);
-        const double g = dy * (c->affine ? t_buf_get(bg, ch) : 1.0), err = 2.0 * T_U * (fabs(mean[s]) * rs + fabs(xh));
+        const double g = dy * (c->affine ? t_buf_get(bg, ch) : 1.0), err = T_NONE_XHAT_ERR(mean[s], rs, xh);
         sgx[s] += g * xh;
         sge[s] += fabs(g) * err;
         if (ro.dg_tol) ro.dg_tol[ch] += fabs(dy) * err;
     }
     for (e = 0; e < geo->total && ro.dx_tol; ++e) {
         const double rs = 1.0 / sqrt(var[s = gn_set(geo, c->layout, e)] + (double)c->eps);
-        const double xh = (t_buf_get(bx, e) - mean[s]) * rs, err = 2.0 * T_U * (fabs(mean[s]) * rs + fabs(xh));
+        const double xh = (t_buf_get(bx, e) - mean[s]) * rs, err = T_NONE_XHAT_ERR(mean[s], rs, xh);
         ro.dx_tol[e] += rs * (fabs(sgx[s] / per_set) * err + fabs(xh) * sge[s] / per_set) + T_U * fabs(ro.dx[e]);
     }
     free(sgx);

@@ -130,6 +130,12 @@ static inline uint8_t *fz_read_file(const char *path, long *n) {
     return buf;
 }
 #endif
+/* NBWD_STATS_NONE: how far xhat may move with the statistics a call finds
+   itself (the manual's bound: the mean within u |mean| + 26 u std, rstd
+   within 13 u): u (|mean| rstd + 32 + 16 |xhat|), u = 2^-24 */
+static inline double fz_none_xhat_err(double mean, double rstd, double xh) {
+    return ldexp(1.0, -24) * (fabs(mean) * rstd + 32.0 + 16.0 * fabs(xh));
+}
 static inline float fz_eps(fz_rd *r) {
     static const float v[] = {1e-5f, 1e-5f, 1e-3f, 0.0f, -1e-5f, NAN, INFINITY, -INFINITY, 1e-45f, FLT_MAX,
                               0.5f, 1.0f, 1e-30f, -0.0f, 3e38f, 1e-12f};

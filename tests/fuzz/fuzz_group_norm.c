@@ -455,8 +455,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         sg += yv * gm; sgx += yv * gm * xh; ag += fabs(yv * gm); agx += fabs(yv * gm * xh);
                         if (!(fabs(xh) <= axh)) axh = fabs(xh);
                         dgr[c] += yv * xh; dga[c] += fabs(yv * xh);
-                        if (form == NBWD_STATS_NONE) { /* statistics an ulp off: xhat off by 2u (|mean| rstd + |xhat|) */
-                            double er = ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh));
+                        if (form == NBWD_STATS_NONE) { /* the call's statistics: xhat off by up to fz_none_xhat_err */
+                            double er = fz_none_xhat_err(mean, rstd, xh);
                             none_ge += fabs(yv * gm) * er;
                             dge[c] += fabs(yv) * er;
                         }
@@ -482,7 +482,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         double tol = ldexp(1.0, -24) * (32 * s1 + 2.0 * ((double)K + 8) * s2) +
                                      16.0 * fabs(rstd) * ldexp(1.0, -149);
                         if (form == NBWD_STATS_NONE)
-                            tol += fabs(rstd) * (fabs(sgx / (double)K) * ldexp(1.0, -23) * (fabs(mean) * rstd + fabs(xh)) +
+                            tol += fabs(rstd) * (fabs(sgx / (double)K) * fz_none_xhat_err(mean, rstd, xh) +
                                                  fabs(xh) * none_ge / (double)K) + ldexp(1.0, -24) * fabs(want_v);
                         double got = fz_load(tdx->base, tdx->dt, fz_offset(rank, dims, tdx->st, LIN(n, c, e)));
                         double unscaled = fabs(gv) + fabs(mg) + fabs(xh) * fabs(sgx / (double)K) + amg +
