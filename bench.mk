@@ -83,3 +83,18 @@ bench-ab:
 	@case " $(AB_BUILD) " in *" native "*|*" all "*) \
 	    echo "$(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so $(AB_ARGS)"; \
 	    $(AB_OUT)/nbwd_ab $(AB_OUT)/old.so $(AB_OUT)/new.so $(AB_ARGS);; esac
+
+# How close diff_src comes to the exact gradient (bench/accuracy/): the
+# library's paths, saved statistics and NBWD_STATS_NONE, beside llm.c's
+# LayerNorm loop (built at -O2 and at its own -Ofast -march=native) and
+# ggml's RMSNorm loop, and emulations of other ways to write dx, against
+# the float64 gradient. Prints a table; bench/NOTES.md has the findings.
+ACC_OUT = $(BUILD)/bench/accuracy
+.PHONY: bench-accuracy
+bench-accuracy:
+	@mkdir -p $(ACC_OUT)
+	$(CC) -std=c99 -O2 -ffp-contract=off -c bench/accuracy/engine_loops.c -o $(ACC_OUT)/loops_o2.o
+	$(CC) -std=c99 -Ofast -march=native -DLOOP_SUFFIX=_ofast -c bench/accuracy/engine_loops.c -o $(ACC_OUT)/loops_ofast.o
+	$(CC) -std=c99 -O2 -ffp-contract=off -Wall -Wextra -pedantic -I. bench/accuracy/dx_accuracy.c \
+	    $(ACC_OUT)/loops_o2.o $(ACC_OUT)/loops_ofast.o -o $(ACC_OUT)/dx_accuracy -lm
+	$(ACC_OUT)/dx_accuracy
