@@ -1047,11 +1047,74 @@ static void gn_nan(void) {
             }
 }
 
+/* NBWD_STATS_NONE, the manual's range: a set whose squared deviations add
+   up past FLT_MAX has no fp32 statistics; its diff_src comes out 0 or NaN,
+   and every other set's diff_src keeps its bits (those of the same call
+   with that set in range), diff_beta too. NCX and NXC. */
+static void gn_none_range(void) {
+    static const int64_t sp[2] = {4, 5};
+    int lay;
+    for (lay = 0; lay < 2; ++lay) {
+        const nbwd_layout L = lay ? NBWD_NCX : NBWD_NXC;
+        const int64_t bad_set = 4; /* sample 1, group 1 */
+        gn_cfg c;
+        gn_geo geo;
+        t_buf bx, bdy, bg, dx[2], dg, db[2];
+        t_rng rng;
+        int64_t e;
+        long bad = 0, moved = 0;
+        int k;
+        gn_defaults(&c);
+        gn_shape(&c, L, 3, 6, 3, 2, sp);
+        gn_geometry(c.rank, c.dims, L, c.groups, &geo);
+        t_case("GN NONE, set %lld with |x - mean| ~ 1e30: %s 3x6x4x5/3 f32", (long long)bad_set, lay ? "NCX" : "NXC");
+        t_rng_seed(&rng, c.seed);
+        if (!t_buf_alloc(&bx, c.rank, c.dims, NULL, NBWD_F32) || !t_buf_alloc(&bdy, c.rank, c.dims, NULL, NBWD_F32) ||
+            !t_buf_alloc(&bg, 1, &geo.C, NULL, NBWD_F32) || !t_buf_alloc(&dx[0], c.rank, c.dims, NULL, NBWD_F32) ||
+            !t_buf_alloc(&dx[1], c.rank, c.dims, NULL, NBWD_F32) || !t_buf_alloc(&dg, 1, &geo.C, NULL, NBWD_F32) ||
+            !t_buf_alloc(&db[0], 1, &geo.C, NULL, NBWD_F32) || !t_buf_alloc(&db[1], 1, &geo.C, NULL, NBWD_F32))
+            gn_oom();
+        t_buf_fill_normal(&bx, &rng, 0.3, 1.2);
+        t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
+        t_buf_fill_normal(&bg, &rng, 1.0, 0.3);
+        for (k = 0; k < 2; ++k) { /* k = 0: the set out of range; 1: in range */
+            nbwd_group_norm_bwd_desc d;
+            nbwd_group_norm_bwd_args a;
+            for (e = 0; e < geo.total; ++e)
+                if (gn_set(&geo, L, e) == bad_set)
+                    t_buf_set(&bx, e, k == 0 ? (e & 1 ? 1e30 : -1e30) * (1.0 + 0.01 * (double)(e % 13))
+                                             : 0.25 * (double)(e % 7));
+            nbwd_group_norm_bwd_desc_init(&d, c.rank, c.dims, L, c.groups, 1e-5f);
+            d.stats_form = NBWD_STATS_NONE;
+            d.isa = g_test_isa;
+            memset(&a, 0, sizeof a);
+            a.src = bx.base; a.diff_dst = bdy.base; a.gamma = bg.base;
+            a.diff_src = dx[k].base; a.diff_gamma = dg.base; a.diff_beta = db[k].base;
+            CHECK_STATUS(nbwd_group_norm_bwd(&d, &a, NULL, 0), NBWD_OK);
+        }
+        for (e = 0; e < geo.total; ++e) {
+            const double v0 = t_buf_get(&dx[0], e), v1 = t_buf_get(&dx[1], e);
+            if (gn_set(&geo, L, e) == bad_set) {
+                if (!(v0 == 0.0 || isnan(v0))) ++bad;
+            } else if (memcmp(&v0, &v1, sizeof v0) != 0) {
+                ++moved;
+            }
+        }
+        CHECK(bad == 0, "the out-of-range set: %ld of %lld dx elements are neither 0 nor NaN", bad, (long long)geo.K);
+        CHECK(moved == 0, "%ld dx elements of other sets changed with the out-of-range set", moved);
+        CHECK(memcmp(db[0].base, db[1].base, (size_t)geo.C * 4) == 0, "diff_beta changed with the out-of-range set");
+        CHECK(t_buf_canary_ok(&dx[0]), "dx written outside its elements");
+        t_buf_free(&bx); t_buf_free(&bdy); t_buf_free(&bg); t_buf_free(&dx[0]); t_buf_free(&dx[1]);
+        t_buf_free(&dg); t_buf_free(&db[0]); t_buf_free(&db[1]);
+    }
+}
+
 void test_group_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", gn_full_cross}, {"shapes", gn_shapes},       {"strides", gn_strides},
         {"in-place/accumulate", gn_inplace_accumulate},             {"data", gn_data},
         {"degenerate", gn_degenerate}, {"large/threads", gn_large_threads}, {"NaN/Inf isolation", gn_nan},
+        {"none range", gn_none_range},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
