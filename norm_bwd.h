@@ -1801,7 +1801,7 @@ NBWD__KFN void NBWD__K(nbwd__row_stats_body)(const nbwd__rows *r, int dt, double
             s2 += (double)NBWD__V_HSUM(NBWD__V_ADD(b0, b1));
         }
         for (j = full; j < n; ++j) {
-            float d = (float)(nbwd__load(x, j, dt == NBWD_F32 ? NBWD_F32 : dt) - m1);
+            float d = (float)(nbwd__load(x, j, dt) - m1);
             tail1 = (float)(tail1 + d);
             tail2 = (float)(tail2 + (float)(d * d));
         }
