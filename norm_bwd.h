@@ -1181,6 +1181,8 @@ typedef struct nbwd__rows {
     int none;                       /* LayerNorm: NBWD_STATS_NONE (xm, xs, rstd unset: found from x, eps) */
     float eps;
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
+    const char *res;                /* LayerNorm: a residual gradient added to dx in its pass, or NULL */
+    int64_t res_off[NBWD__ROW_BATCH];
 } nbwd__rows;
 
 /* A run of BatchNorm NCX planes of n elements, plane i at x + i * x_step
@@ -1518,6 +1520,14 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, in
     vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
     return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
+}
+/* v plus the residual gradient's vector at element i where has_res (the
+   wide-row kernel's rows test it per vector, a branch always predicted:
+   2-3 % of in-cache rows without a residual, where a copy of that kernel
+   of its own cost a fifth more compile time, bench/NOTES.md; the other
+   callers pass a constant 0) */
+NBWD__KFN NBWD__V NBWD__K(nbwd__plus_res)(NBWD__V v, const void *res, int has_res, int dt, int64_t i, int lanes) {
+    return has_res ? NBWD__V_ADD(v, NBWD__K(nbwd__load_data)(res, i, lanes, dt)) : v;
 }
 /* gamma's vector at element i (zeros, unused, without gamma) */
 NBWD__KFN NBWD__V NBWD__K(nbwd__gamma_at)(nbwd__cols cols, int has_gamma, int64_t i, int lanes) {
@@ -1983,38 +1993,29 @@ NBWD__KFN void NBWD__KF(nbwd__store_pair)(void *p, int64_t i, int dt, NBWD__V v0
    (dx + i 64-byte aligned then). */
 NBWD__KFN void NBWD__KF(nbwd__apply_span)(const void *x, const void *dy, void *dx, int dt, int64_t i, int64_t end,
                                           int64_t stream_end, const NBWD__K(nbwd__coef) *c, nbwd__cols cols,
-                                          int has_gamma, const float *keep) {
+                                          int has_gamma, const float *keep, const void *res, int has_res) {
+#define NBWD__DX_RES(i, lanes)                                                                                        \
+    NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,                                  \
+                                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),           \
+                            res, has_res, dt, i, lanes)
     for (; dt == NBWD_BF16 && i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW)
-        NBWD__KF(nbwd__store_pair)(
-            dx, i, dt,
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-            NBWD__K(nbwd__dx_at)(x, dy, dt, i + NBWD__VW, NBWD__VW, c, has_gamma,
-                                 NBWD__K(nbwd__gamma_at)(cols, has_gamma, i + NBWD__VW, NBWD__VW), keep),
-            i + 2 * NBWD__VW <= stream_end);
+        NBWD__KF(nbwd__store_pair)(dx, i, dt, NBWD__DX_RES(i, NBWD__VW), NBWD__DX_RES(i + NBWD__VW, NBWD__VW),
+                                   i + 2 * NBWD__VW <= stream_end);
     for (; i + NBWD__VW <= end; i += NBWD__VW)
-        NBWD__KF(nbwd__store_data)(dx, i, NBWD__VW, dt,
-                                   NBWD__K(nbwd__dx_at)(x, dy, dt, i, NBWD__VW, c, has_gamma,
-                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, NBWD__VW), keep),
-                                   i + NBWD__VW <= stream_end);
-    if (i < end) {
-        int lanes = (int)(end - i);
-        NBWD__KF(nbwd__store_data)(dx, i, lanes, dt,
-                                   NBWD__K(nbwd__dx_at)(x, dy, dt, i, lanes, c, has_gamma,
-                                                        NBWD__K(nbwd__gamma_at)(cols, has_gamma, i, lanes), keep),
-                                   0);
-    }
+        NBWD__KF(nbwd__store_data)(dx, i, NBWD__VW, dt, NBWD__DX_RES(i, NBWD__VW), i + NBWD__VW <= stream_end);
+    if (i < end) NBWD__KF(nbwd__store_data)(dx, i, (int)(end - i), dt, NBWD__DX_RES(i, (int)(end - i)), 0);
+#undef NBWD__DX_RES
 }
 /* dx of one row; stream: its whole 64-byte lines non-temporally (not
    fenced), the rest with ordinary stores: up to the first whole line, then
    from there. */
 NBWD__KFN void NBWD__KF(nbwd__apply_row)(const void *x, const void *dy, void *dx, int dt, int64_t n,
                                          const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
-                                         const float *keep, int stream) {
+                                         const float *keep, int stream, const void *res, int has_res) {
     int64_t nt_begin = 0, nt_end = 0;
     if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
-    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep);
-    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep);
+    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, 0, nt_begin, 0, c, cols, has_gamma, keep, res, has_res);
+    NBWD__KF(nbwd__apply_span)(x, dy, dx, dt, nt_begin, n, nt_end, c, cols, has_gamma, keep, res, has_res);
 }
 
 /* Two LayerNorm rows of n in one loop: the reduction of row b (its sums into
@@ -2027,7 +2028,7 @@ NBWD__KFN void NBWD__KF(nbwd__apply_row)(const void *x, const void *dy, void *dx
 NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void *dxa, const NBWD__K(nbwd__coef) *ca,
                                           const void *xb, const void *dyb, const NBWD__K(nbwd__coef) *cb,
                                           float *sums_b, int dt, int64_t n, nbwd__cols cols, float *keep,
-                                          int stream) {
+                                          int stream, const void *resa, int has_res) {
     NBWD__K(nbwd__sums) s;
     int64_t i = 0, nt_begin = 0, nt_end = 0;
     /* prefetch 16-bit rows, and f32 rows on narrower paths from 4 KiB or out
@@ -2045,16 +2046,24 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
         if (dt != NBWD_BF16 && !keep) { /* f32 measured slower in bf16's order below */
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, NULL);
             NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt,
-                                       NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, NULL), st);
+                                       NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1,
+                                                                                    g0, NULL),
+                                                               resa, has_res, dt, i, NBWD__VW),
+                                       st);
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, NULL);
             NBWD__KF(nbwd__store_data)(dxa, i + NBWD__VW, NBWD__VW, dt,
-                                       NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, NULL), st);
+                                       NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW,
+                                                                                    NBWD__VW, ca, 1, g1, NULL),
+                                                               resa, has_res, dt, i + NBWD__VW, NBWD__VW),
+                                       st);
             continue;
         }
         /* row a's dx first: with keep, row b's g and xhat replace row a's;
            bf16 stores the pair in one go */
-        dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep);
-        dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep);
+        dx0 = NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, g0, keep), resa, has_res,
+                                      dt, i, NBWD__VW);
+        dx1 = NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, g1, keep),
+                                      resa, has_res, dt, i + NBWD__VW, NBWD__VW);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g0, &s.g0, &s.gx0, keep);
         NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i + NBWD__VW, NBWD__VW, cb, cols, 1, g1, &s.g1, &s.gx1, keep);
         NBWD__KF(nbwd__store_pair)(dxa, i, dt, dx0, dx1, st);
@@ -2062,7 +2071,8 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
     for (; i < n; i += NBWD__VW) { /* an odd last whole vector into the first chain, a partial one the second */
         int lanes = n - i < NBWD__VW ? (int)(n - i) : NBWD__VW;
         NBWD__V g = NBWD__K(nbwd__load)(cols.gamma + i, lanes);
-        NBWD__V dxv = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep);
+        NBWD__V dxv = NBWD__K(nbwd__plus_res)(NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1, g, keep), resa,
+                                              has_res, dt, i, lanes);
         if (lanes == NBWD__VW)
             NBWD__K(nbwd__reduce_at)(xb, dyb, dt, i, NBWD__VW, cb, cols, 1, g, &s.g0, &s.gx0, keep);
         else
@@ -2109,14 +2119,16 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
         c = NBWD__K(nbwd__coef_of)(xm, rs, r->rms ? 0.0f : (float)(m[2] * inv_n),
                                    (float)((double)rs * (m[3] * inv_n - dm * (m[2] * inv_n))), rs);
         if (cols.dg) NBWD__K(nbwd__reduce_row)(x, dy, dt, n, xm, rs, cols, 1, discard, NULL, 0);
-        if (r->dx) NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream);
+        if (r->dx)
+            NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream, NULL, 0);
     }
     if (r->stream && r->dx) NBWD__V_FENCE();
 }
 
 /* The rows of a LayerNorm batch with dx, software-pipelined: row i's sums
    are reduced in the loop that writes row i-1's dx. */
-NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep) {
+NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd__cols cols, float *keep,
+                                               const int has_res) {
     int64_t i, n = r->n, esz = (int64_t)nbwd__esize(dt);
     float inv_n = 1.0f / (float)n, sums[2];
     NBWD__K(nbwd__coef) ca, cb;
@@ -2128,12 +2140,14 @@ NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
                                    r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
-                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream);
+                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream,
+                                   has_res ? r->res + r->res_off[i - 1] * esz : NULL, has_res);
     }
     i = r->count - 1;
     ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
     NBWD__KF(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
-                              n, &ca, cols, 1, keep, r->stream);
+                              n, &ca, cols, 1, keep, r->stream, has_res ? r->res + r->res_off[i] * esz : NULL,
+                              has_res);
     if (r->stream) NBWD__V_FENCE(); /* order the streamed stores before the caller reads dx */
 }
 
@@ -2306,7 +2320,7 @@ NBWD__KFN void NBWD__KF(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) 
     for (i = 0; i < p->count; ++i) {
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(p->xm[i], p->xs[i], p->mg[i], p->mgx[i], p->scale[i]);
         NBWD__KF(nbwd__apply_row)(p->x + i * p->x_step * esz, p->dy + i * p->dy_step * esz,
-                                  p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream);
+                                  p->dx + i * p->dx_step * esz, dt, p->n, &c, none, 0, NULL, p->stream, NULL, 0);
     }
 }
 
@@ -2344,11 +2358,15 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow4)(const nbwd__rows *r
 }
 #endif
 /* LayerNorm rows with dx: 16-bit rows of up to NBWD__KEEP_COLS keep g and
-   xhat (its own function: only this one takes the buffer's stack) */
+   xhat (its own function: only this one takes the buffer's stack). With a
+   residual gradient (r->res) each dx vector adds its vector before the
+   store: read in the pass that reads x and dy, the sum rounded once to the
+   data type (the bits of the staged rows' f32 dx + the residual). */
 NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_rows_dx)(const nbwd__rows *r, nbwd__cols cols) {
     float keep[NBWD__KEEP_XH + NBWD__KEEP_COLS];
     const int dt = NBWD__FMT_DT(r->dt);
-    NBWD__KF(nbwd__ln_rows_dx_body)(r, dt, cols, dt != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL);
+    NBWD__KF(nbwd__ln_rows_dx_body)(r, dt, cols, dt != NBWD_F32 && r->n <= NBWD__KEEP_COLS ? keep : NULL,
+                                    r->res != NULL);
 }
 /* A batch of LayerNorm (RMSNorm) rows; gamma never NULL (ones without
    affine) */
@@ -2356,6 +2374,10 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
     if (r->none) {
         NBWD__KF(nbwd__ln_none_body)(r, dt, r->cols);
+        return;
+    }
+    if (r->res) { /* a residual, added in dx's pass: rows of any width (the narrow and sweep loops add none) */
+        NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
         return;
     }
 #if NBWD__NARROW_LN(NBWD__FMT)
@@ -3893,14 +3915,16 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
     return nbwd__check_alias(NBWD__LN_TENSORS, sp, names, out, (const unsigned char(*)[NBWD__MAX_SPANS])exact);
 }
 
-/* Rows that do not go to the kernels as they are: with a residual gradient,
-   or in the DST_RSTD form with affine. A few at a time they go through the
-   slot in f32: xhat made from dst (or x, widened from 16-bit data), dy
-   (16-bit: widened), the kernels' dx, and then dx + the residual stored to
-   diff_src in the data type (one rounding). Memory sees each tensor once,
-   the cache the rows again; the kernels stay free of the residual (a test
-   per vector there cost in-cache f32 rows a fifth of their time). */
-static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int64_t *res_off, float *slot) {
+/* Rows that do not go to the kernels as they are: in the DST_RSTD form with
+   affine, and rows with a residual gradient in the NONE form (the wide-row
+   kernels add a residual in their own pass, nbwd__ln_rows_dx_res; the
+   statistics-finding loop has no such copy). A few at a time they go
+   through the slot in f32: xhat made from dst (or x, widened from 16-bit
+   data), dy (16-bit: widened), the kernels' dx, and then dx + the residual
+   stored to diff_src in the data type (one rounding, as in the kernels'
+   own pass: the same bits). Memory sees each tensor once, the cache the
+   rows again. */
+static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slot) {
     const nbwd__ln_plan *p = r->p;
     const int64_t n = p->n, count = batch->count, esz = (int64_t)nbwd__esize(p->dt);
     const int wide = p->dt != NBWD_F32, unscale = r->unscale != NULL, dx_via_slot = r->want_dx && (r->res || wide);
@@ -3926,7 +3950,7 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
     nbwd__run_ln_rows(r->k, batch);
     if (!dx_via_slot) return;
     for (i = 0; i < count; ++i)
-        nbwd__run_add_store(r->k, dxs + i * n, r->res ? r->res + res_off[i] * esz : NULL, r->dx + dx_off[i] * esz,
+        nbwd__run_add_store(r->k, dxs + i * n, r->res ? r->res + batch->res_off[i] * esz : NULL, r->dx + dx_off[i] * esz,
                             p->dt, n, r->stream);
     if (r->stream) r->k->fence();
 }
@@ -3937,16 +3961,18 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, const int6
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
-    int64_t res_off[NBWD__ROW_BATCH], mean_off[NBWD__ROW_BATCH], spread_off[NBWD__ROW_BATCH];
+    int64_t mean_off[NBWD__ROW_BATCH], spread_off[NBWD__ROW_BATCH];
     const int f32_stats = p->sdt == NBWD_F32 && nbwd__has_mean(p->form);
     int64_t most = slot ? p->stage_rows : NBWD__ROW_BATCH;
     nbwd__rows batch;
+    int64_t *const res_off = batch.res_off;
     if (end > p->rows) end = p->rows;
     batch.n = n;
     batch.cols.gamma = r->gamma;
     batch.rms = p->rms;
     batch.none = p->form == NBWD_STATS_NONE;
     batch.eps = p->eps;
+    batch.res = slot || !r->want_dx ? NULL : r->res; /* not staged: the kernels add it */
     /* both partials when either output is wanted: the kernels take both or
        neither, and the final reduction adds the whole block */
     batch.cols.dg = r->partials ? r->partials + b * 2 * n : NULL;
@@ -3989,7 +4015,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
                 nbwd__stats(p->form, p->sdt, p->eps, r->mean, mean_off[i], r->spread, spread_off[i], &batch.xm[i],
                             &batch.xs[i], &batch.rstd[i]);
         }
-        if (slot) nbwd__ln_staged(r, &batch, res_off, slot);
+        if (slot) nbwd__ln_staged(r, &batch, slot);
         else nbwd__run_ln_rows(r->k, &batch);
         row += batch.count;
     }
@@ -4026,7 +4052,7 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     /* the pieces this call uses: gamma (and DST_RSTD's unscale), the
        partials for diff_gamma/diff_beta, the slots for staged rows; a
        dx-only call with dense f32 gamma and nothing staged needs none */
-    staged = ((args->diff_residual || p.accumulate_dx) && args->diff_src) ||
+    staged = ((args->diff_residual || p.accumulate_dx) && args->diff_src && p.form == NBWD_STATS_NONE) ||
              (p.form == NBWD_STATS_DST_RSTD && p.affine && (args->diff_src || args->diff_gamma));
     own = staged ? p.ws_bytes : p.ws_stage + NBWD__WS_ALIGN;
     if (!args->diff_gamma && !args->diff_beta && !staged)
