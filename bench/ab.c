@@ -30,8 +30,9 @@
    params f32 or the data's type; 1 and 2 threads; optional outputs on and
    off; NaN, infinities and denormals in some cases):
      ln, rms        LayerNorm / RMSNorm rows, 42 widths x 7 row counts (up
-                    to 300000 elements), every statistics form, affine on
-                    and off, accumulate
+                    to 300000 elements), every statistics form (the
+                    NONE form too), affine on and off, accumulate (the
+                    parameters; diff_src with NBWD_ACCUMULATE_DIFF_SRC)
      ln-res, rms-res  the residual gradient (own tensor, and diff_src in
                     place), gamma_offset
      ln-dst, rms-dst  NBWD_STATS_DST_RSTD (dst, rstd, gamma, beta or none,
@@ -78,8 +79,9 @@
    nothing) and those skipped; last "N cases, N differ".
 
    Shapes for time, as nbwd_bench's: ln:RxN, rms:RxN, ln-res:RxN and
-   rms-res:RxN (a residual gradient added to diff_src), bn-ncx:NxCxHxW and
-   bn-nxc:NxCxHxW. */
+   rms-res:RxN (a residual gradient added to diff_src), ln-none:RxN and
+   rms-none:RxN (NBWD_STATS_NONE, no gamma, diff_src alone), bn-ncx:NxCxHxW
+   and bn-nxc:NxCxHxW. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <math.h>
@@ -104,12 +106,15 @@ enum {
     F_ADD_RELU = 1 << 8,
     F_FORCE_ISA = 1 << 9,
     F_BN_LAYOUT = 1 << 10, /* the BatchNorm descriptor with dst_strides (926a42c): strided BatchNorm */
-    F_COUNT = 11
+    F_STATS_NONE = 1 << 11,
+    F_ACCUMULATE_DX = 1 << 12,
+    F_COUNT = 13
 };
 static const char *const feature_names[F_COUNT] = {
     "RMSNorm", "GroupNorm", "the two-phase BatchNorm (reduce/apply)", "the residual gradient",
     "NBWD_STATS_DST_RSTD", "gamma_offset", "NBWD_USE_GLOBAL_STATS", "NBWD_FUSE_RELU", "NBWD_FUSE_ADD_RELU",
-    "nbwd_force_isa", "BatchNorm's descriptor with dst_strides (strided BatchNorm cases need its layout)"};
+    "nbwd_force_isa", "BatchNorm's descriptor with dst_strides (strided BatchNorm cases need its layout)",
+    "NBWD_STATS_NONE", "NBWD_ACCUMULATE_DIFF_SRC"};
 
 typedef struct lib {
     void *h;
@@ -274,6 +279,8 @@ static unsigned needs(const problem *p) {
     if (p->flags & NBWD_FUSE_RELU) f |= F_RELU;
     if (p->flags & NBWD_FUSE_ADD_RELU) f |= F_ADD_RELU;
     if ((p->op == OP_BN || p->op == OP_BN2) && p->strided) f |= F_BN_LAYOUT;
+    if ((p->op == OP_LN || p->op == OP_RMS) && p->form == NBWD_STATS_NONE) f |= F_STATS_NONE;
+    if ((p->op == OP_LN || p->op == OP_RMS) && (p->flags & NBWD_ACCUMULATE_DIFF_SRC)) f |= F_ACCUMULATE_DX;
     return f;
 }
 static int kind_of(const problem *p) {
@@ -512,6 +519,7 @@ static const int64_t *S_(const buffers *b, int t) { return b->t[t].has_st ? b->t
 #define AB_ARGS_STATS(a, p, b)                                                                            \
     do {                                                                                                  \
         if ((p)->form == NBWD_STATS_XHAT_STD) { (a).xhat = B_(b, T_X); (a).std = B_(b, T_VAR); }          \
+        else if ((p)->form == NBWD_STATS_NONE) (a).src = B_(b, T_X);                                      \
         else if ((p)->form == NBWD_STATS_MEAN_RSTD) {                                                     \
             (a).src = B_(b, T_X); (a).mean = B_(b, T_MEAN); (a).rstd = B_(b, T_VAR);                      \
         } else { (a).src = B_(b, T_X); (a).mean = B_(b, T_MEAN); (a).variance = B_(b, T_VAR); }           \
@@ -610,6 +618,7 @@ static nbwd_status call(const lib *l, const problem *p, buffers *b) {
         if (p->form == NBWD_STATS_XHAT_STD) { a.xhat = B_(b, T_X); a.std = B_(b, T_VAR); }
         else if (p->form == NBWD_STATS_RSTD) { a.src = B_(b, T_X); a.rstd = B_(b, T_VAR); }
         else if (p->form == NBWD_STATS_MEAN_SQUARE) { a.src = B_(b, T_X); a.mean_square = B_(b, T_VAR); }
+        else if (p->form == NBWD_STATS_NONE) a.src = B_(b, T_X);
         AB_ROWS_ARGS(a, p, b);
         return l->rms(&d, &a, NULL, 0);
     }
@@ -686,6 +695,12 @@ static void probe_features(lib *l) {
     if (probe(l, &q, &r)) l->feat |= F_RELU | F_BN_LAYOUT; /* the same commit */
     q.flags = NBWD_FUSE_ADD_RELU;
     if (probe(l, &q, &r)) l->feat |= F_ADD_RELU;
+    q = small(OP_LN);
+    q.form = NBWD_STATS_NONE;
+    if (probe(l, &q, NULL)) l->feat |= F_STATS_NONE;
+    q.form = 0;
+    q.flags = NBWD_ACCUMULATE_DIFF_SRC;
+    if (probe(l, &q, NULL)) l->feat |= F_ACCUMULATE_DX;
 }
 
 /* --------------------------------------------------------------- compare */
@@ -817,7 +832,7 @@ static void sweep_rows(const lib *a, const lib *b, int isa, int quick) {
     for (dt = 0; dt < 3; ++dt)
         for (w = 0; w < nw; ++w)
             for (r = 0; r < nr; ++r)
-                for (v = 0; v < 20; ++v) {
+                for (v = 0; v < 24; ++v) {
                     problem p = rows_problem(isa, dt, R[r], W[w]);
                     if (p.dims[0] * p.dims[1] > 300000) continue;
                     switch (v) { /* the variants of a call */
@@ -850,6 +865,13 @@ static void sweep_rows(const lib *a, const lib *b, int isa, int quick) {
                     case 19:
                         p.form = NBWD_STATS_DST_RSTD; p.special_gamma = 1; p.want_dx = 0; p.accumulate = 1;
                         p.beta = 1; break;
+                    /* statistics found in the call; diff_src accumulating */
+                    case 20: p.form = NBWD_STATS_NONE; p.special = 1; break;
+                    case 21: p.form = NBWD_STATS_NONE; p.res = 1; p.threads = 2; break;
+                    case 22:
+                        p.op = OP_RMS; p.form = NBWD_STATS_NONE; p.affine = 0; p.want_dg = p.want_db = 0;
+                        p.flags = NBWD_ACCUMULATE_DIFF_SRC; break;
+                    case 23: p.flags = NBWD_ACCUMULATE_DIFF_SRC; p.form = NBWD_STATS_MEAN_RSTD; p.threads = 2; break;
                     }
                     compare_one(a, b, &p);
                 }
@@ -1184,10 +1206,16 @@ static int parse_shape(const char *s, problem *p) {
     p->axis = -1;
     p->affine = 1;
     p->want_dx = p->want_dg = p->want_db = 1;
-    if (!strncmp(s, "ln:", 3) || !strncmp(s, "rms:", 4) || !strncmp(s, "ln-res:", 7) || !strncmp(s, "rms-res:", 8)) {
+    if (!strncmp(s, "ln:", 3) || !strncmp(s, "rms:", 4) || !strncmp(s, "ln-res:", 7) || !strncmp(s, "rms-res:", 8) ||
+        !strncmp(s, "ln-none:", 8) || !strncmp(s, "rms-none:", 9)) {
         long long r, n;
         p->op = s[0] == 'r' ? OP_RMS : OP_LN;
         p->res = strstr(s, "-res:") != NULL;
+        if (strstr(s, "-none:")) {
+            p->form = NBWD_STATS_NONE;
+            p->affine = 0;
+            p->want_dg = p->want_db = 0;
+        }
         if (sscanf(strchr(s, ':') + 1, "%lldx%lld", &r, &n) != 2) return 0;
         p->rank = 2; p->dims[0] = r; p->dims[1] = n;
         return 1;
