@@ -1521,9 +1521,10 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, in
 }
 /* v plus the residual gradient's vector at element i where has_res (the
    wide-row and NONE kernels test it per vector, a branch always predicted:
-   2-3 % of in-cache rows without a residual, where copies of those kernels
-   of their own cost a fifth more compile time, bench/NOTES.md; BatchNorm's
-   planes pass a constant 0) */
+   0-4 % of in-cache rows without a residual on Zen 5, where copies of
+   those kernels of their own cost a fifth more compile time,
+   bench/NOTES.md; the narrow rows test once per row; BatchNorm's planes
+   pass a constant 0) */
 NBWD__KFN NBWD__V NBWD__K(nbwd__plus_res)(NBWD__V v, const void *res, int has_res, int dt, int64_t i, int lanes) {
     return has_res ? NBWD__V_ADD(v, NBWD__K(nbwd__load_data)(res, i, lanes, dt)) : v;
 }
@@ -2164,6 +2165,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
     NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
+    const char *const res_rows = r->res; /* (a local: read once, not after every store) */
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v) {
         gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
@@ -2203,6 +2205,12 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
             if (r->stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
             NBWD__EACH_VEC(v) { out[v] = NBWD__DX(&c, g[v], xh[v]); }
+            if (res_rows) { /* a residual gradient: added before the one rounding (a test per row) */
+                const char *res = res_rows + r->res_off[i] * esz;
+                NBWD__EACH_VEC(v) {
+                    out[v] = NBWD__V_ADD(out[v], NBWD__K(nbwd__load_data)(res, v * NBWD__VW, NBWD__LANES(v), dt));
+                }
+            }
             if (paired >= 2) NBWD__KF(nbwd__store_pair)(dx, 0, dt, out[0], out[1], whole);
             if (paired >= 4) NBWD__KF(nbwd__store_pair)(dx, 2 * NBWD__VW, dt, out[2], out[3], whole);
             NBWD__EACH_VEC(v) {
@@ -2375,10 +2383,6 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
         NBWD__KF(nbwd__ln_none_body)(r, dt, r->cols);
         return;
     }
-    if (r->res) { /* a residual, added in dx's pass: rows of any width (the narrow and sweep loops add none) */
-        NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
-        return;
-    }
 #if NBWD__NARROW_LN(NBWD__FMT)
     if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
@@ -2389,6 +2393,10 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
         return;
     }
 #endif
+    if (r->res) { /* a residual, added in dx's pass (the sweep adds none) */
+        NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
+        return;
+    }
     if (NBWD__K(nbwd__ln_try_sweep)(r, dt, r->cols)) return;
     if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
     else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
