@@ -392,12 +392,15 @@
    The *_workspace_size queries return the scratch size for a descriptor (for
    any choice of outputs). Pass a workspace of at least that size, or NULL to
    let the call allocate and free it with NORM_BWD_MALLOC / NORM_BWD_FREE.
-   LayerNorm and RMSNorm rows of the DST_RSTD form with affine go a few at
-   a time through the workspace in f32 (each tensor still crosses memory
-   once; a residual gradient is otherwise added in the kernels' own pass
-   over the row): up to 64 slots (one per thread at work, at most one per
-   row block) of up to 8 rows and about 64 KiB (or one row), which also
-   caps such calls at 64 threads.
+   LayerNorm and RMSNorm rows of the DST_RSTD form with affine, and those
+   of the NONE form with a residual gradient, go a few at a time through
+   the workspace in f32 (each tensor still crosses memory once; a residual
+   gradient is otherwise added in the kernels' own pass over the row): up
+   to 64 slots (one per thread at work, at most one per row block) of up
+   to 8 rows and about 64 KiB (or one row), which also caps such calls at
+   64 threads. The size query of those two forms includes the slots (it
+   cannot know whether a call will pass a residual); a call that allocates
+   its own workspace takes them only when it stages.
    Stack: a call uses about 15 KiB of the calling thread's stack and 12 KiB
    of each OpenMP worker's (gcc 12 -O2, -fstack-usage), 8.5 KiB of it the f32
    copy of one bf16/f16 LayerNorm row of up to 1024 elements that the kernels
@@ -1520,10 +1523,10 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__dx_at)(const void *x, const void *dy, int dt, in
     return NBWD__DX(c, has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy, xh);
 }
 /* v plus the residual gradient's vector at element i where has_res (the
-   wide-row and NONE kernels test it per vector, a branch always predicted:
-   0-4 % of in-cache rows without a residual on Zen 5, where copies of
-   those kernels of their own cost a fifth more compile time,
-   bench/NOTES.md; the narrow rows test once per row; BatchNorm's planes
+   wide-row kernel tests it per vector, a branch always predicted: 0-4 %
+   of in-cache rows without a residual on Zen 5, where a copy of that
+   kernel of its own cost a fifth more compile time, bench/NOTES.md; the
+   narrow rows test once per row; the NONE kernel and BatchNorm's planes
    pass a constant 0) */
 NBWD__KFN NBWD__V NBWD__K(nbwd__plus_res)(NBWD__V v, const void *res, int has_res, int dt, int64_t i, int lanes) {
     return has_res ? NBWD__V_ADD(v, NBWD__K(nbwd__load_data)(res, i, lanes, dt)) : v;
@@ -2119,8 +2122,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
                                    (float)((double)rs * (m[3] * inv_n - dm * (m[2] * inv_n))), rs);
         if (cols.dg) NBWD__K(nbwd__reduce_row)(x, dy, dt, n, xm, rs, cols, 1, discard, NULL, 0);
         if (r->dx)
-            NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream,
-                                      r->res ? r->res + r->res_off[i] * esz : NULL, r->res != NULL);
+            NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream, NULL, 0);
     }
     if (r->stream && r->dx) NBWD__V_FENCE();
 }
@@ -3816,8 +3818,10 @@ static nbwd_status nbwd__ln_plan_desc(const nbwd_layer_norm_bwd_desc *d, int rms
     p->ws_partials_at = p->ws_bytes;
     if (p->affine) p->ws_partials = nbwd__ws_take(&p->ws_bytes, (size_t)p->nblocks * 2 * (size_t)p->n * 4);
     p->ws_stage = p->ws_bytes; /* (no slots: what a call needs ends there) */
-    if (p->form == NBWD_STATS_DST_RSTD && p->affine) { /* the staging slots, last: a call that stages nothing
-                                                          (diff_beta alone) allocates none */
+    /* the staging slots, last: a call that stages nothing allocates none
+       (the NONE form's size query cannot know whether a call passes a
+       residual) */
+    if ((p->form == NBWD_STATS_DST_RSTD && p->affine) || p->form == NBWD_STATS_NONE) {
         int64_t most = p->rows_per_block < NBWD__STAGE_ROWS ? p->rows_per_block : NBWD__STAGE_ROWS;
         p->stage_arrays = p->dt == NBWD_F32 ? 2 : 3; /* x or xhat, (16-bit: dy,) dx */
         p->stage_rows = NBWD__STAGE_BYTES / (p->n * 4 * p->stage_arrays);
@@ -3923,12 +3927,14 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
 }
 
 /* Rows that do not go to the kernels as they are: in the DST_RSTD form with
-   affine (a residual gradient elsewhere is added in the kernels' own dx
-   pass). A few at a time they go through the slot in f32: xhat made from
-   dst, dy (16-bit: widened), the kernels' dx, and then dx + the residual
-   stored to diff_src in the data type (one rounding, as in the kernels'
-   pass: the same bits). Memory sees each tensor once, the cache the rows
-   again. */
+   affine, and the NONE form's rows with a residual gradient (elsewhere the
+   kernels add it in their own dx pass; a flag in the NONE kernel cost
+   more compile time than the budget had left, bench/NOTES.md). A few at a
+   time they go through the slot in f32: xhat made from dst (or x, widened
+   from 16-bit data), dy (16-bit: widened), the kernels' dx, and then dx +
+   the residual stored to diff_src in the data type (one rounding, as in
+   the kernels' pass: the same bits). Memory sees each tensor once, the
+   cache the rows again. */
 static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slot) {
     const nbwd__ln_plan *p = r->p;
     const int64_t n = p->n, count = batch->count, esz = (int64_t)nbwd__esize(p->dt);
@@ -4057,7 +4063,8 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
     /* the pieces this call uses: gamma (and DST_RSTD's unscale), the
        partials for diff_gamma/diff_beta, the slots for staged rows; a
        dx-only call with dense f32 gamma and nothing staged needs none */
-    staged = p.form == NBWD_STATS_DST_RSTD && p.affine && (args->diff_src || args->diff_gamma);
+    staged = ((args->diff_residual || p.accumulate_dx) && args->diff_src && p.form == NBWD_STATS_NONE) ||
+             (p.form == NBWD_STATS_DST_RSTD && p.affine && (args->diff_src || args->diff_gamma));
     own = staged ? p.ws_bytes : p.ws_stage + NBWD__WS_ALIGN;
     if (!args->diff_gamma && !args->diff_beta && !staged)
         own = p.affine && p.pdt == NBWD_F32 && p.par.dense[NBWD__PG] && p.gamma_offset == 0.0f
