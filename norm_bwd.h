@@ -527,15 +527,15 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 6 s of CPU and 310 MB with gcc 12 -O2 on a Zen 4 (a Zen 3: about
-   twice the time; clang 14: about 4.8 s, 150 MB), and about 1 s and 190 MB
-   at -O0 (helpers are forced inline only when optimizing, so a debug build
+   about 7.9 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
+   about twice the time; clang 14: about 7.3 s, 150 MB), and about 1.5 s at
+   -O0 (helpers are forced inline only when optimizing, so a debug build
    calls them); other files pay for the declarations alone. Each
    NORM_BWD_NO_* switch takes its path's share off: at -O2 with gcc, avx512
-   (and with it avx512_bf16, which runs its kernels) about 1.7 s, avx2 (and
-   both AVX-512 paths) 2.9 s, sse 1.5 s, avx512_bf16 alone 0.5 s (the
+   (and with it avx512_bf16, which runs its kernels) about 2.3 s, avx2 (and
+   both AVX-512 paths) 4.0 s, sse 2.0 s, avx512_bf16 alone 0.7 s (the
    kernels that narrow with its instruction); NORM_BWD_NO_SIMD leaves about
-   1.1 s.
+   1.4 s.
    `make compile-cost` measures it.
 */
 #if !defined(NBWD__KERNEL_PASS)
