@@ -1102,8 +1102,10 @@ static void cpu_model(char *buf, size_t len) {
 }
 
 /* Cache size of a level: sysfs first (in VMs glibc's cpuid-based sysconf
-   can report the host's total, e.g. 256 MiB of L3), then sysconf, then a
-   guess (512 KiB L2, 32 MiB L3). */
+   can report the host's total, e.g. 256 or 508 MiB of L3), then sysconf,
+   then a guess (512 KiB L2, 32 MiB L3). Without sysfs an L3 over 64 MiB is
+   taken for such a host total and the guess used: one core's share of a
+   larger L3 is not what a row of that footprint finds. */
 static double cache_bytes(int level) {
     int idx;
     for (idx = 0; idx < 8; ++idx) {
@@ -1131,7 +1133,7 @@ static double cache_bytes(int level) {
     }
     {
         long v = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
-        if (v > 0) return (double)v;
+        if (v > 0 && (level == 2 || (double)v <= 64.0 * 1048576)) return (double)v;
     }
     return level == 2 ? 512.0 * 1024 : 32.0 * 1048576;
 }
