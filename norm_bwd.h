@@ -2167,15 +2167,19 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
     NBWD__V gam[NBWD__NARROW_VECS], cdg[NBWD__NARROW_VECS], cdb[NBWD__NARROW_VECS];
     NBWD__V xh[NBWD__NARROW_VECS], g[NBWD__NARROW_VECS];
     float inv_n = 1.0f / (float)n;
-    const char *const res_rows = r->res; /* (a local: read once, not after every store) */
+    /* (locals: read once, not again after every store through dx) */
+    const char *const res_rows = r->res, *const x_rows = r->x, *const dy_rows = r->dy;
+    char *const dx_rows = r->dx;
+    const int64_t count = r->count;
+    const int rms = r->rms, stream = r->stream && NBWD__HAS_STREAM;
 #define NBWD__LANES(v) ((v) == nv - 1 ? last : NBWD__VW)
     NBWD__EACH_VEC(v) {
         gam[v] = NBWD__K(nbwd__load)(cols.gamma + v * NBWD__VW, NBWD__LANES(v));
         cdg[v] = cols.dg ? NBWD__K(nbwd__load)(cols.dg + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
         cdb[v] = cols.dg ? NBWD__K(nbwd__load)(cols.db + v * NBWD__VW, NBWD__LANES(v)) : NBWD__V_ZERO();
     }
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+    for (i = 0; i < count; ++i) {
+        const char *x = x_rows + r->x_off[i] * esz, *dy = dy_rows + r->dy_off[i] * esz;
         NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, r->rstd[i]);
         NBWD__K(nbwd__sums) s;
         NBWD__K(nbwd__sums_zero)(&s);
@@ -2195,16 +2199,16 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
                 s.gx0 = NBWD__V_FMA(g[v], xh[v], s.gx0);
             }
         }
-        if (r->dx) {
-            char *dx = r->dx + r->dx_off[i] * esz;
+        if (dx_rows) {
+            char *dx = dx_rows + r->dx_off[i] * esz;
             float sums[2];
             int64_t nt_begin = 0, nt_end = 0;
             int whole; /* the row is whole lines: every vector non-temporal */
             NBWD__V out[NBWD__NARROW_VECS];
             NBWD__K(nbwd__sums_out)(&s, sums);
-            c.mg = NBWD__V_SET1(NBWD__MEAN_G(r, sums, inv_n));
+            c.mg = NBWD__V_SET1(rms ? 0.0f : sums[0] * inv_n); /* (NBWD__MEAN_G) */
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
-            if (r->stream && NBWD__HAS_STREAM) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
+            if (stream) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
             NBWD__EACH_VEC(v) { out[v] = NBWD__DX(&c, g[v], xh[v]); }
             if (res_rows) { /* a residual gradient: added before the one rounding (a test per row) */
@@ -2226,7 +2230,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
             NBWD__K(nbwd__store)(cols.db + v * NBWD__VW, NBWD__LANES(v), cdb[v], 0);
         }
     }
-    if (r->dx && r->stream) NBWD__V_FENCE();
+    if (dx_rows && r->stream) NBWD__V_FENCE();
 #undef NBWD__LANES
 }
 NBWD__KFN void NBWD__KF(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
