@@ -527,7 +527,7 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 7.9 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
+   about 8.0 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
    about twice the time; clang 14: about 7.3 s, 150 MB), and about 1.5 s at
    -O0 (helpers are forced inline only when optimizing, so a debug build
    calls them); other files pay for the declarations alone. Each
