@@ -1593,7 +1593,7 @@ NBWD__KFN void NBWD__K(nbwd__reduce_row)(const void *x, const void *dy, int dt, 
 
 /* A row's mean(g), the term that centring x adds to dx: RMSNorm has none
    (a select, not a multiply by 0, which would turn an infinite sum into NaN) */
-#define NBWD__MEAN_G(r, sums, inv_n) ((r)->rms ? 0.0f : (sums)[0] * (inv_n))
+#define NBWD__MEAN_G(rms, sums, inv_n) ((rms) ? 0.0f : (sums)[0] * (inv_n))
 
 /* The statement that follows once per vector v < nv (nv, at most 4, a
    constant in each narrow-row kernel): fully unrolled where the compiler
@@ -1662,7 +1662,7 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__ln_sweep)(const nbwd__rows *r, n
         for (i = r0; i < r1; ++i) {
             NBWD__K(nbwd__reduce_row)((const float *)r->x + r->x_off[i], (const float *)r->dy + r->dy_off[i],
                                       NBWD_F32, n, r->xm[i], r->xs[i], gamma_only, 1, sums, NULL, 1);
-            mg[i] = NBWD__MEAN_G(r, sums, inv_n);
+            mg[i] = NBWD__MEAN_G(r->rms, sums, inv_n);
             mgx[i] = sums[1] * inv_n;
         }
         for (j = 0; j + chunk <= n; j += chunk)
@@ -2137,7 +2137,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd
     NBWD__K(nbwd__reduce_row)(r->x + r->x_off[0] * esz, r->dy + r->dy_off[0] * esz, dt, n, r->xm[0], r->xs[0], cols,
                               1, sums, keep, 0);
     for (i = 1; i < r->count; ++i) {
-        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n,
+        ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r->rms, sums, inv_n), sums[1] * inv_n,
                                     r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
         NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
@@ -2146,7 +2146,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd
                                    has_res ? r->res + r->res_off[i - 1] * esz : NULL, has_res);
     }
     i = r->count - 1;
-    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
+    ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r->rms, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
     NBWD__KF(nbwd__apply_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, r->dx + r->dx_off[i] * esz, dt,
                               n, &ca, cols, 1, keep, r->stream, has_res ? r->res + r->res_off[i] * esz : NULL,
                               has_res);
@@ -2206,7 +2206,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
             int whole; /* the row is whole lines: every vector non-temporal */
             NBWD__V out[NBWD__NARROW_VECS];
             NBWD__K(nbwd__sums_out)(&s, sums);
-            c.mg = NBWD__V_SET1(rms ? 0.0f : sums[0] * inv_n); /* (NBWD__MEAN_G) */
+            c.mg = NBWD__V_SET1(NBWD__MEAN_G(rms, sums, inv_n));
             c.mgx = NBWD__V_SET1(sums[1] * inv_n);
             if (stream) nbwd__whole_lines(dx, esz, n, &nt_begin, &nt_end);
             whole = nt_begin == 0 && nt_end == n;
