@@ -951,6 +951,22 @@ typedef struct row {
 static row rows[MAX_ROWS];
 static int nrows;
 
+/* A peer's columns from calls timed in turns with ours (time_pair): its
+   median, and the speedup as the median of the per-turn ratios peer / ours.
+   Timed in blocks, one after the other, the two medians could land in
+   different spells of this kind of shared machine (or, for oneDNN's
+   BatchNorm NXC, one of its per-process modes) and the ratio with them. */
+static int time_peer(run_fn peer, void *peer_ctx, libcall *ours, int peer_ok, double bytes, row *r) {
+    timing ours_t;
+    double peer_med = 0.0, ratio = 0.0;
+    if (time_pair(run_lib_cb, ours, peer, peer_ctx, &ours_t, &peer_med, &ratio)) return -1;
+    r->dnnl_state = peer_ok ? 1 : 2;
+    r->dnnl_med = peer_med;
+    r->dnnl_gbs = bytes / peer_med * 1e-9;
+    r->speedup = ratio;
+    return 0;
+}
+
 static void print_row_header(void) {
     printf("%-7s %-4s %-14s %-5s %-6s %3s %5s %9s %9s %9s %7s %6s %-5s %6s %5s %-13s %-4s %9s %7s %7s  %s\n", "op",
            "lay", "shape", "dtype", "path", "thr", "reps", "median_ms", "min_ms", "max_ms", "GB/s", "ceil", "class", "%ceil", "%rs",
@@ -1378,12 +1394,7 @@ int main(int argc, char **argv) {
                     if (!c2.ok)
                         fprintf(stderr, "\n*** ggml-style loop check failed: %s %s: %s\n", OP_LABEL(p), p->shape,
                                 c2.msg);
-                    if (time_it(run_ggml_style_cb, &gc, &tm) == 0) {
-                        r->dnnl_state = c2.ok ? 1 : 2;
-                        r->dnnl_med = tm.med;
-                        r->dnnl_gbs = bytes / tm.med * 1e-9;
-                        r->speedup = tm.med / r->med;
-                    }
+                    time_peer(run_ggml_style_cb, &gc, &L, c2.ok, bytes, r);
                 }
                 snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "%s; saved stats %.3f ms (%.2fx)",
                          p->dt == NBWD_F32 ? "ggml-style" : "n/a", saved_med * 1e3,
@@ -1398,13 +1409,8 @@ int main(int argc, char **argv) {
                     if (!c2.ok)
                         fprintf(stderr, "\n*** unfused result check failed: %s %s %s, %d threads: %s\n", OP_LABEL(p),
                                 p->shape, dt_name(p->dt), thr[t], c2.msg);
-                    if (time_it(run_lib_cb, &U, &tm) == 0) {
-                        r->dnnl_state = c2.ok ? 1 : 2;
-                        r->dnnl_med = tm.med;
-                        r->dnnl_gbs = bytes / tm.med * 1e-9;
-                        r->speedup = tm.med / r->med;
+                    if (time_peer(run_lib_cb, &U, &L, c2.ok, bytes, r) == 0)
                         snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "unfused: norm_bwd, then add");
-                    }
                 }
             } else if (!no_dnnl) {
                 int bf = p->dt == NBWD_BF16;
@@ -1434,13 +1440,8 @@ int main(int argc, char **argv) {
                     if (!c2.ok)
                         fprintf(stderr, "\n*** oneDNN result check failed: %s %s %s, %d threads: %s\n",
                                 OP_LABEL(p), p->shape, dt_name(p->dt), thr[t], c2.msg);
-                    if (time_it(run_dnnl_cb, &dc, &tm) == 0) {
-                        r->dnnl_state = c2.ok ? 1 : 2;
-                        r->dnnl_med = tm.med;
-                        r->dnnl_gbs = bytes / tm.med * 1e-9;
-                        r->speedup = tm.med / r->med;
+                    if (time_peer(run_dnnl_cb, &dc, &L, c2.ok, bytes, r) == 0)
                         snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "%s", bench_dnnl_impl(h));
-                    }
                 } else {
                     snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "execute failed");
                 }
@@ -1519,7 +1520,8 @@ int main(int argc, char **argv) {
            "check: rel. L2 error vs float64 reference (worst of dx, dgamma, dbeta) before timing; det: outputs\n"
            "bitwise equal to the first thread count's; dnnl_ms '!': oneDNN's result failed the same check.\n"
            "%%ceil: of the row's ceiling (DRAM: the better store kind); %%rs: of the regular-store ceiling.\n"
-           "speedup: oneDNN median / norm_bwd median (> 1: norm_bwd faster); on +res rows the peer columns are the unfused pair (the call without the residual, then a separate add);\n"
+           "speedup: the peer's calls timed in turns with norm_bwd's, the median of the per-turn ratios peer / norm_bwd (> 1: norm_bwd faster;\n"
+           "dnnl_ms: the peer's median in those turns); the peer is oneDNN, but on +res rows the unfused pair (the call without the residual, then a separate add);\n"
            "on none rows (statistics computed in the call, no gamma, diff_src alone) a ggml-style loop that recomputes them, and the\n"
            "impl column gives the saved-statistics call's median and the median of saved / none over calls timed in turns (> 1: the none call faster).\n\n",
            caller_ws ? "from the caller" : "NULL (library allocates)");
