@@ -3253,35 +3253,38 @@ typedef struct nbwd__span {
     int nd;
     int64_t esz, dims[NBWD_MAX_RANK], st[NBWD_MAX_RANK], reach[NBWD_MAX_RANK];
 } nbwd__span;
-/* rank, dims, st (elements): a layout whose extent check passed */
+/* rank, dims, st (elements): a layout whose extent check passed. Written
+   through a pointer, and only the first nd entries of its arrays: a small
+   call makes a dozen spans, and zeroing and copying whole structs was a
+   measurable part of a one-row call. */
 NBWD__PLAN_FN
-static nbwd__span nbwd__span_of(const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
-    nbwd__span s;
+static void nbwd__span_of(nbwd__span *s, const void *p, int rank, const int64_t *dims, const int64_t *st, size_t esz) {
     int64_t lo, hi, reach;
     int d, i, j;
-    memset(&s, 0, sizeof s);
-    if (!p) return s;
+    s->lo = s->hi = 0;
+    s->nd = 0;
+    s->esz = 0;
+    if (!p) return;
     nbwd__extent(rank, dims, st, esz, &lo, &hi);
-    if (hi <= lo) return s;
-    s.lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
-    s.hi = (uintptr_t)p + (uintptr_t)hi;
-    s.esz = (int64_t)esz;
+    if (hi <= lo) return;
+    s->lo = (uintptr_t)p + (uintptr_t)lo; /* two's complement wrap for lo < 0 */
+    s->hi = (uintptr_t)p + (uintptr_t)hi;
+    s->esz = (int64_t)esz;
     for (d = 0; d < rank; ++d) {
         if (dims[d] <= 1) continue;
-        s.dims[s.nd] = dims[d];
-        s.st[s.nd] = (st[d] < 0 ? -st[d] : st[d]) * s.esz;
-        ++s.nd;
+        s->dims[s->nd] = dims[d];
+        s->st[s->nd] = (st[d] < 0 ? -st[d] : st[d]) * s->esz;
+        ++s->nd;
     }
-    for (i = 1; i < s.nd; ++i) /* insertion sort, largest stride first */
-        for (j = i; j > 0 && s.st[j] > s.st[j - 1]; --j) {
-            int64_t t = s.st[j]; s.st[j] = s.st[j - 1]; s.st[j - 1] = t;
-            t = s.dims[j]; s.dims[j] = s.dims[j - 1]; s.dims[j - 1] = t;
+    for (i = 1; i < s->nd; ++i) /* insertion sort, largest stride first */
+        for (j = i; j > 0 && s->st[j] > s->st[j - 1]; --j) {
+            int64_t t = s->st[j]; s->st[j] = s->st[j - 1]; s->st[j - 1] = t;
+            t = s->dims[j]; s->dims[j] = s->dims[j - 1]; s->dims[j - 1] = t;
         }
-    for (reach = s.esz, d = s.nd - 1; d >= 0; --d) { /* bounded: the extent check passed */
-        s.reach[d] = reach;
-        reach += s.st[d] * (s.dims[d] - 1);
+    for (reach = s->esz, d = s->nd - 1; d >= 0; --d) { /* bounded: the extent check passed */
+        s->reach[d] = reach;
+        reach += s->st[d] * (s->dims[d] - 1);
     }
-    return s;
 }
 NBWD__PLAN_FN
 static int nbwd__overlap(const nbwd__span *a, const nbwd__span *b) {
@@ -3655,8 +3658,8 @@ static int64_t nbwd__param_off(const nbwd__params *q, int t, int64_t j) {
     }
     return off;
 }
-static nbwd__span nbwd__param_span(const nbwd__params *q, int t, const void *ptr, int pdt) {
-    return nbwd__span_of(ptr, q->nd, q->dims, q->st[t], nbwd__esize(pdt));
+static void nbwd__param_span(nbwd__span *s, const nbwd__params *q, int t, const void *ptr, int pdt) {
+    nbwd__span_of(s, ptr, q->nd, q->dims, q->st[t], nbwd__esize(pdt));
 }
 /* diff_gamma or diff_beta (t) = v (or += v), n elements. */
 static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int pdt, const float *v, int64_t n,
@@ -3905,20 +3908,20 @@ static nbwd_status nbwd__ln_check_args(const nbwd_layer_norm_bwd_desc *d, const 
         return nbwd__fail(NBWD_ERR_BAD_STRIDES,
                           "desc.diff_src_strides make two elements of args.diff_src share an address");
 
-    sp[NBWD__LN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__LN_X], esz);
-    sp[NBWD__LN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__LN_DY], esz);
-    sp[NBWD__LN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__LN_DX], esz);
-    sp[NBWD__LN_MEAN] =
-        nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, p->axis, d->dims, p->st[NBWD__LN_MEAN], sesz);
-    sp[NBWD__LN_SPREAD] = nbwd__span_of(spread, p->axis, d->dims, p->st[NBWD__LN_SPREAD], sesz);
-    sp[NBWD__LN_RES] = nbwd__span_of(a->diff_residual, p->rank, d->dims, p->st[NBWD__LN_RES], esz);
+    nbwd__span_of(&sp[NBWD__LN_X], x, p->rank, d->dims, p->st[NBWD__LN_X], esz);
+    nbwd__span_of(&sp[NBWD__LN_DY], a->diff_dst, p->rank, d->dims, p->st[NBWD__LN_DY], esz);
+    nbwd__span_of(&sp[NBWD__LN_DX], a->diff_src, p->rank, d->dims, p->st[NBWD__LN_DX], esz);
+    nbwd__span_of(&sp[NBWD__LN_MEAN], nbwd__has_mean(p->form) ? a->mean : NULL, p->axis, d->dims,
+                  p->st[NBWD__LN_MEAN], sesz);
+    nbwd__span_of(&sp[NBWD__LN_SPREAD], spread, p->axis, d->dims, p->st[NBWD__LN_SPREAD], sesz);
+    nbwd__span_of(&sp[NBWD__LN_RES], a->diff_residual, p->rank, d->dims, p->st[NBWD__LN_RES], esz);
     /* gamma is read only where reads_gamma says; beta only by DST_RSTD
        (with affine): inputs not read are not checked */
-    sp[NBWD__LN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
-    sp[NBWD__LN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[NBWD__LN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    sp[NBWD__LN_BETA] =
-        nbwd__param_span(&p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
+    nbwd__param_span(&sp[NBWD__LN_GAMMA], &p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
+    nbwd__param_span(&sp[NBWD__LN_DGAMMA], &p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    nbwd__param_span(&sp[NBWD__LN_DBETA], &p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    nbwd__param_span(&sp[NBWD__LN_BETA], &p->par, NBWD__PB,
+                     p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
     out[NBWD__LN_DX] = out[NBWD__LN_DGAMMA] = out[NBWD__LN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
     exact[NBWD__LN_DX][NBWD__LN_X] =
@@ -4478,23 +4481,23 @@ static nbwd_status nbwd__bn_check_args(const nbwd_batch_norm_bwd_desc *d, const 
                               names[t], names[t]);
     }
 
-    sp[NBWD__BN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__BN_X], esz);
-    sp[NBWD__BN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__BN_DY], esz);
-    sp[NBWD__BN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__BN_DX], esz);
-    sp[NBWD__BN_DST] = nbwd__span_of(a->dst, p->rank, d->dims, p->st[NBWD__BN_DST], esz);
-    sp[NBWD__BN_DSA] = nbwd__span_of(a->diff_src_add, p->rank, d->dims, p->st[NBWD__BN_DSA], esz);
-    sp[NBWD__BN_MEAN] = nbwd__span_of(p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 1, &p->C, &p->mean_st,
-                                      nbwd__esize(p->sdt));
-    sp[NBWD__BN_SPREAD] = nbwd__span_of(spread, 1, &p->C, &p->var_st, nbwd__esize(p->sdt));
+    nbwd__span_of(&sp[NBWD__BN_X], x, p->rank, d->dims, p->st[NBWD__BN_X], esz);
+    nbwd__span_of(&sp[NBWD__BN_DY], a->diff_dst, p->rank, d->dims, p->st[NBWD__BN_DY], esz);
+    nbwd__span_of(&sp[NBWD__BN_DX], a->diff_src, p->rank, d->dims, p->st[NBWD__BN_DX], esz);
+    nbwd__span_of(&sp[NBWD__BN_DST], a->dst, p->rank, d->dims, p->st[NBWD__BN_DST], esz);
+    nbwd__span_of(&sp[NBWD__BN_DSA], a->diff_src_add, p->rank, d->dims, p->st[NBWD__BN_DSA], esz);
+    nbwd__span_of(&sp[NBWD__BN_MEAN], p->form == NBWD_STATS_XHAT_STD ? NULL : a->mean, 1, &p->C, &p->mean_st,
+                  nbwd__esize(p->sdt));
+    nbwd__span_of(&sp[NBWD__BN_SPREAD], spread, 1, &p->C, &p->var_st, nbwd__esize(p->sdt));
     /* gamma is read only for diff_gamma/diff_beta: inputs not read are not checked */
-    sp[NBWD__BN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
-    sp[NBWD__BN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[NBWD__BN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    nbwd__param_span(&sp[NBWD__BN_GAMMA], &p->par, NBWD__PG, a->diff_gamma ? a->gamma : NULL, p->pdt);
+    nbwd__param_span(&sp[NBWD__BN_DGAMMA], &p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    nbwd__param_span(&sp[NBWD__BN_DBETA], &p->par, NBWD__PDB, a->diff_beta, p->pdt);
     {
         int64_t one = 1;
         int apply = sums && sums->phase == 2;
-        sp[NBWD__BN_SUM_DYX] = nbwd__span_of(apply ? sums->sum_dy_xhat : NULL, 1, &p->C, &one, 4);
-        sp[NBWD__BN_SUM_DY] = nbwd__span_of(apply ? sums->sum_dy : NULL, 1, &p->C, &one, 4);
+        nbwd__span_of(&sp[NBWD__BN_SUM_DYX], apply ? sums->sum_dy_xhat : NULL, 1, &p->C, &one, 4);
+        nbwd__span_of(&sp[NBWD__BN_SUM_DY], apply ? sums->sum_dy : NULL, 1, &p->C, &one, 4);
     }
     out[NBWD__BN_DX] = out[NBWD__BN_DSA] = out[NBWD__BN_DGAMMA] = out[NBWD__BN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
@@ -5276,17 +5279,17 @@ static nbwd_status nbwd__gn_check_args(const nbwd_group_norm_bwd_desc *d, const 
                                   "desc.diff_src_strides make two elements of args.diff_src share an address");
         }
     }
-    sp[NBWD__GN_X] = nbwd__span_of(x, p->rank, d->dims, p->st[NBWD__GN_X], esz);
-    sp[NBWD__GN_DY] = nbwd__span_of(a->diff_dst, p->rank, d->dims, p->st[NBWD__GN_DY], esz);
-    sp[NBWD__GN_DX] = nbwd__span_of(a->diff_src, p->rank, d->dims, p->st[NBWD__GN_DX], esz);
+    nbwd__span_of(&sp[NBWD__GN_X], x, p->rank, d->dims, p->st[NBWD__GN_X], esz);
+    nbwd__span_of(&sp[NBWD__GN_DY], a->diff_dst, p->rank, d->dims, p->st[NBWD__GN_DY], esz);
+    nbwd__span_of(&sp[NBWD__GN_DX], a->diff_src, p->rank, d->dims, p->st[NBWD__GN_DX], esz);
     sd[0] = p->N; sd[1] = p->G;
-    sp[NBWD__GN_MEAN] = nbwd__span_of(nbwd__has_mean(p->form) ? a->mean : NULL, 2, sd, p->mean_st, sesz);
-    sp[NBWD__GN_SPREAD] = nbwd__span_of(spread, 2, sd, p->var_st, sesz);
-    sp[NBWD__GN_GAMMA] = nbwd__param_span(&p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
-    sp[NBWD__GN_DGAMMA] = nbwd__param_span(&p->par, NBWD__PDG, a->diff_gamma, p->pdt);
-    sp[NBWD__GN_DBETA] = nbwd__param_span(&p->par, NBWD__PDB, a->diff_beta, p->pdt);
-    sp[NBWD__GN_BETA] = nbwd__param_span(
-        &p->par, NBWD__PB, p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
+    nbwd__span_of(&sp[NBWD__GN_MEAN], nbwd__has_mean(p->form) ? a->mean : NULL, 2, sd, p->mean_st, sesz);
+    nbwd__span_of(&sp[NBWD__GN_SPREAD], spread, 2, sd, p->var_st, sesz);
+    nbwd__param_span(&sp[NBWD__GN_GAMMA], &p->par, NBWD__PG, reads_gamma ? a->gamma : NULL, p->pdt);
+    nbwd__param_span(&sp[NBWD__GN_DGAMMA], &p->par, NBWD__PDG, a->diff_gamma, p->pdt);
+    nbwd__param_span(&sp[NBWD__GN_DBETA], &p->par, NBWD__PDB, a->diff_beta, p->pdt);
+    nbwd__param_span(&sp[NBWD__GN_BETA], &p->par, NBWD__PB,
+                     p->form == NBWD_STATS_DST_RSTD && reads_gamma ? a->beta : NULL, p->pdt);
     out[NBWD__GN_DX] = out[NBWD__GN_DGAMMA] = out[NBWD__GN_DBETA] = 1;
     memset(exact, 0, sizeof exact);
     exact[NBWD__GN_DX][NBWD__GN_X] =
