@@ -1704,9 +1704,11 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__co
    additions, however long the row: dx's row scalars carry about an ulp
    where whole-row f32 chains of a 4096-element row carried hundreds,
    bench/NOTES.md), the partial last vector in double,
-   element by element (its missing lanes are no zeros of d). */
+   element by element (its missing lanes are no zeros of d). prefetch: the
+   row streams in from memory (16-bit rows measured faster with it, f32 rows
+   slower, as in the other forms' loops). */
 NBWD__KFN void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt, int64_t n, float shift,
-                                          const float *gamma, double *out) {
+                                          const float *gamma, int prefetch, double *out) {
     const int64_t full = n - n % NBWD__VW;
     const NBWD__V vs = NBWD__V_SET1(shift);
     int64_t i = 0, end;
@@ -1717,6 +1719,7 @@ NBWD__KFN void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt,
         NBWD__V sgd1 = NBWD__V_ZERO();
         end = full - i > NBWD__STATS_BLOCK * NBWD__VW ? i + NBWD__STATS_BLOCK * NBWD__VW : full;
         for (; i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) {
+            if (prefetch) NBWD__K(nbwd__prefetch_ahead)(x, dy, dt, i);
             d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs);
             d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i + NBWD__VW, NBWD__VW, dt), vs);
             g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt), NBWD__V_LOAD(gamma + i));
@@ -2098,6 +2101,7 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
 NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__cols cols) {
     const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
     const double inv_n = 1.0 / (double)n;
+    const int prefetch = dt != NBWD_F32 && r->stream; /* (stream: the call is out of cache) */
     int64_t i;
     float discard[2];
     for (i = 0; i < r->count; ++i) {
@@ -2106,12 +2110,12 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
         float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes, xm, rs;
         double m[4], dm, var;
         NBWD__K(nbwd__coef) c;
-        NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, m);
+        NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
         dm = r->rms ? 0.0 : m[0] * inv_n;
         var = m[1] * inv_n - dm * dm;
         if (dm * dm > var) { /* (never with rms: dm = 0) */
             shift = (float)((double)shift + dm);
-            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, m);
+            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
             dm = m[0] * inv_n;
             var = m[1] * inv_n - dm * dm;
         }
