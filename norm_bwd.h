@@ -72,9 +72,11 @@
    cache. Where the shift lies more than a standard deviation from the
    mean (an outlier in the first vector), the row is summed again around
    its mean, so that the variance's cancellation costs at most a factor of
-   2 on the rounding of its sums. Speed: about the saved-statistics call's
-   with the same outputs (0.84-1.16x of it in bench/NOTES.md; diff_gamma
-   and diff_beta add a pass over the row, from the cache). GroupNorm: a pass
+   2 on the rounding of its sums. Speed, against the saved-statistics call
+   with the same outputs (bench/NOTES.md): f32 0.77-1.16x of it (near 1 in
+   cache and for long rows, LayerNorm rows of 768 out of cache the
+   slowest), 16-bit rows out of cache 0.58-0.96x; diff_gamma and diff_beta
+   add a pass over the row, from the cache. GroupNorm: a pass
    over x before the backward (mean and variance by the corrected two-pass
    algorithm per NCX plane, or per NXC column around a pivot, in f32
    chains of at most 8 additions added in double; a set's channels
