@@ -2117,7 +2117,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
         var = m[1] * inv_n - dm * dm;
         if (dm * dm > var) { /* (never with rms: dm = 0) */
             shift = (float)((double)shift + dm);
-            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
+            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, 0, m); /* (the row is in cache now) */
             dm = m[0] * inv_n;
             var = m[1] * inv_n - dm * dm;
         }
