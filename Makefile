@@ -46,7 +46,10 @@ TEST_SRC = tests/impl.c tests/main.c tests/reference.c $(sort $(wildcard tests/t
 TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) $(HEADERS)
 # Tensors from 16 KiB up take the non-temporal-store path in the tests (the
 # library's default threshold is 8 MiB), so both store paths are checked.
-TEST_DEFS = -DNORM_BWD_STREAM_BYTES=16384
+# GroupNorm NXC batches from 4 KiB of x and dy up are done in chunks of
+# samples (the library's default: from 32 MiB), so both orders are checked.
+GN_CHUNK_DEFS = -DNBWD__GN_CHUNKED_BYTES=4096 -DNBWD__GN_RESIDENT_BYTES=8192
+TEST_DEFS = -DNORM_BWD_STREAM_BYTES=16384 $(GN_CHUNK_DEFS)
 NEED     = tools/need.sh
 # the test binaries build side by side (each is one long compile)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -994,6 +994,18 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
 #define NBWD__NCX_BLOCK_BYTES (1 << 20)     /* BatchNorm NCX: x and dy of a block of channels */
 #define NBWD__NCX_STREAM_PLANE_BYTES 1024   /* smaller NCX planes share lines: ordinary dx stores */
 #define NBWD__MIN_WORK_PER_THREAD 32768     /* elements; smaller problems stay serial */
+/* GroupNorm NXC: a sample's sets span all of its rows, so its dx pass reads
+   x and dy again; samples are done in chunks of about this many bytes of x
+   and dy per thread (at least one sample), the sums of a chunk and then its
+   dx, so that the second read finds them in the cache (a core's L2). */
+#ifndef NBWD__GN_RESIDENT_BYTES
+#define NBWD__GN_RESIDENT_BYTES (1 << 20)
+#endif
+/* ... where the batch's x and dy are larger than this (smaller batches are
+   in cache as a whole, and would only pay the chunks' fork and join) */
+#ifndef NBWD__GN_CHUNKED_BYTES
+#define NBWD__GN_CHUNKED_BYTES (32 << 20)
+#endif
 #define NBWD__WS_ALIGN 64
 /* diff_src at least this large is written with non-temporal stores (it would
    only evict x and dy from the caches). */
@@ -5391,8 +5403,8 @@ static int nbwd__gn_fold(const nbwd__gn_run *r, int64_t at, float ge, int write)
 }
 /* Set (n, g)'s coefficients from its channels' sums; NCX folds gamma into
    each plane's that allows it (see nbwd__gn_fold), NXC only marks them
-   (folded after every set is done: with an odd one among them, its rows
-   take a gain per (n, c), 1 for the folded) */
+   (folded once its chunk's sets are done: a sample with an odd one among
+   them takes a gain per (n, c) in its rows, 1 for the folded) */
 NBWD__PLAN_FN
 static void nbwd__gn_finish_set(const nbwd__gn_run *r, int64_t n, int64_t g) {
     const nbwd__gn_plan *p = r->p;
@@ -5506,7 +5518,9 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     batch.stream = r->stream;
     batch.chans.xm = r->xm + n * C; batch.chans.xs = r->xs + n * C;
     batch.chans.mg = r->mg + n * C; batch.chans.mgx = r->mgx + n * C; batch.chans.scale = r->scale + n * C;
-    batch.chans.gain = r->row_gain ? r->row_gain + n * C : NULL;
+    batch.chans.gain = NULL;
+    for (i = 0; r->row_gain && apply && i < C && !batch.chans.gain; ++i) /* a sample with an odd (n, c) */
+        if (r->row_gain[n * C + i] != 1.0f) batch.chans.gain = r->row_gain + n * C;
     if (!apply) {
         batch.chans.dg = r->partials + unit * 2 * C;
         batch.chans.db = batch.chans.dg + C;
@@ -5535,6 +5549,25 @@ static void nbwd__gn_nxc_sample_sums(const nbwd__gn_run *r, int64_t n) {
         r->psum[(n * C + c) * 2] = first[C + c];
         r->psum[(n * C + c) * 2 + 1] = first[c];
     }
+}
+
+/* NXC: samples [n0, n1) from their block partials on: their sums, their
+   sets' coefficients, gamma folded (see nbwd__gn_finish_set). whole: also
+   the blocks' two passes, here, on the calling thread. */
+NBWD__PLAN_FN
+static void nbwd__gn_nxc_samples(const nbwd__gn_run *r, int64_t n0, int64_t n1, int whole) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t C = p->C, u, n, i;
+    for (u = n0 * p->nblocks; whole && u < n1 * p->nblocks; ++u) nbwd__gn_nxc_block(r, u, 0);
+    for (n = n0; n < n1; ++n) nbwd__gn_nxc_sample_sums(r, n);
+    if (!r->want_dx) return;
+    for (i = n0 * p->G; i < n1 * p->G; ++i) nbwd__gn_finish_set(r, i / p->G, i % p->G);
+    for (i = n0 * C; i < n1 * C && r->gain; ++i) { /* folded: g = dy (times 1, exact, beside an odd one) */
+        float ge = r->gain[i % C];
+        if (r->odd[i] == 0.0f) nbwd__gn_fold(r, i, ge, 1);
+        r->odd[i] = r->odd[i] == 0.0f ? 1.0f : ge; /* now the rows' gain */
+    }
+    for (u = n0 * p->nblocks; whole && u < n1 * p->nblocks; ++u) nbwd__gn_nxc_block(r, u, 1);
 }
 
 /* NBWD_STATS_NONE: each set's mean and variance from x, in double, at
@@ -5716,25 +5749,26 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
         }
     if (!r.want_dx || !p.affine) r.gain = NULL; /* g = dy */
     sets = p.N * p.G;
-    if (p.nxc) {
-        int64_t units = p.N * p.nblocks;
-        threads = nbwd__pick_threads(desc->num_threads, NC * p.S, units);
-        NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 0));
-        for (n = 0; n < p.N; ++n) nbwd__gn_nxc_sample_sums(&r, n);
-        if (r.want_dx) {
-            int any_odd = 0;
-            for (i = 0; i < sets; ++i) nbwd__gn_finish_set(&r, i / p.G, i % p.G);
-            for (i = 0; i < NC; ++i) any_odd |= r.odd[i] != 0.0f;
-            if (r.gain) { /* folded: g = dy (times 1, exact, beside an odd one) */
-                for (i = 0; i < NC; ++i) {
-                    float ge = r.gain[i % C];
-                    if (r.odd[i] == 0.0f) nbwd__gn_fold(&r, i, ge, 1);
-                    r.odd[i] = r.odd[i] == 0.0f ? 1.0f : ge; /* now the rows' gain */
-                }
-                r.row_gain = any_odd ? r.odd : NULL;
-                r.gain = NULL;
+    if (p.nxc) { /* samples in chunks (see NBWD__GN_RESIDENT_BYTES) */
+        const int64_t sample_bytes = 2 * C * p.S * (int64_t)nbwd__esize(p.dt);
+        int64_t n0, n1, chunk;
+        int big = (double)sample_bytes * (double)p.N > (double)NBWD__GN_CHUNKED_BYTES;
+        threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.N * p.nblocks);
+        r.row_gain = r.gain ? r.odd : NULL;
+        if (big && threads > 1 && (p.N % threads == 0 || p.N >= 4 * threads)) {
+            /* each thread its own samples: no fork and join per chunk */
+            NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_nxc_samples(&r, i, i + 1, 1));
+        } else {
+            chunk = big ? NBWD__GN_RESIDENT_BYTES * (int64_t)threads / sample_bytes : p.N;
+            if (chunk < 1) chunk = 1;
+            for (n0 = 0; n0 < p.N; n0 = n1) {
+                int64_t units, u0 = n0 * p.nblocks;
+                n1 = p.N - n0 < chunk ? p.N : n0 + chunk;
+                units = (n1 - n0) * p.nblocks;
+                NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, u0 + i, 0));
+                nbwd__gn_nxc_samples(&r, n0, n1, 0);
+                if (r.want_dx) NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, u0 + i, 1));
             }
-            NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, i, 1));
         }
     } else {
         threads = nbwd__pick_threads(desc->num_threads, NC * p.S, NC * p.pieces);
