@@ -5750,17 +5750,18 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     if (!r.want_dx || !p.affine) r.gain = NULL; /* g = dy */
     sets = p.N * p.G;
     if (p.nxc) { /* samples in chunks (see NBWD__GN_RESIDENT_BYTES) */
-        const int64_t sample_bytes = 2 * C * p.S * (int64_t)nbwd__esize(p.dt);
+        const double sample_bytes = 2.0 * (double)C * (double)p.S * (double)nbwd__esize(p.dt); /* (no overflow) */
+        double fit;
         int64_t n0, n1, chunk;
-        int big = (double)sample_bytes * (double)p.N > (double)NBWD__GN_CHUNKED_BYTES;
+        int big = sample_bytes * (double)p.N > (double)NBWD__GN_CHUNKED_BYTES;
         threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.N * p.nblocks);
         r.row_gain = r.gain ? r.odd : NULL;
         if (big && threads > 1 && (p.N % threads == 0 || p.N >= 4 * threads)) {
             /* each thread its own samples: no fork and join per chunk */
             NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_nxc_samples(&r, i, i + 1, 1));
         } else {
-            chunk = big ? NBWD__GN_RESIDENT_BYTES * (int64_t)threads / sample_bytes : p.N;
-            if (chunk < 1) chunk = 1;
+            fit = (double)NBWD__GN_RESIDENT_BYTES * (double)threads / sample_bytes;
+            chunk = !big ? p.N : fit < 1.0 ? 1 : fit < (double)p.N ? (int64_t)fit : p.N;
             for (n0 = 0; n0 < p.N; n0 = n1) {
                 int64_t units, u0 = n0 * p.nblocks;
                 n1 = p.N - n0 < chunk ? p.N : n0 + chunk;
