@@ -34,8 +34,10 @@ TEST_SRC_REST="tests/main.c tests/reference.c $(ls tests/test_*.c 2>/dev/null | 
 TEST_SRC="tests/impl.c $TEST_SRC_REST" # (impl.c: the one file with the implementation)
 HARD=tests/hardening/test_hardening.c
 # as the Makefile's test builds: a low streaming threshold so the
-# non-temporal store path runs on test-sized tensors
-TEST_DEFS="-DNORM_BWD_STREAM_BYTES=16384"
+# non-temporal store path runs on test-sized tensors, and GroupNorm NXC's
+# chunked order (and its chunks of samples) at test sizes
+GN_CHUNK_DEFS="-DNBWD__GN_CHUNKED_BYTES=4096 -DNBWD__GN_RESIDENT_BYTES=8192"
+TEST_DEFS="-DNORM_BWD_STREAM_BYTES=16384 $GN_CHUNK_DEFS"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 # A failed huge allocation is a status the tests expect, not a report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0}
@@ -115,6 +117,16 @@ joined() {
 }
 
 native_isas() { echo scalar sse avx2 avx512 avx512_bf16; }
+# The gcc suite's runs (about a minute each) go to whichever chain is free
+# first: a chain claims a path with mkdir, which only one of them can do,
+# so the two chains end within about a minute of each other however long
+# their builds took.
+san_gcc_runs() {
+    for isa in $(native_isas); do
+        mkdir "$OUT/san-gcc/claim-$isa" 2>/dev/null &&
+            run "asan+ubsan gcc tests $isa" "$OUT/san-gcc/nbwd_tests" --isa $isa
+    done
+}
 
 sanitize() {
     need libsimde-dev 'test -f /usr/include/simde/x86/sse2.h'
@@ -130,9 +142,9 @@ sanitize() {
     mkdir -p "$OUT/san-gcc" "$OUT/san-clang" "$OUT/san-tsan"
     # Four instrumented builds of the whole header (minutes each; the
     # hardening test links the suite's) and the TSan one, with their runs,
-    # in two chains of about equal length, one per core; the gcc suite's
-    # runs, in the second chain, wait for its build in the first.
-    rm -f "$OUT/san-gcc/built"
+    # in two chains, one per core; the gcc suite's runs (san_gcc_runs) end
+    # both, and wait in the second chain for their build in the first.
+    rm -rf "$OUT/san-gcc/built" "$OUT"/san-gcc/claim-*
     beside san_emulated san_chain_emulated
     san_chain_main
     joined san_emulated
@@ -164,8 +176,8 @@ san_chain_main() {
         # the first-call race once more, with the choice capped through the environment
         run "tsan clang hardening threads (NORM_BWD_ISA=sse)" env NORM_BWD_ISA=sse "$D/test_hardening" --suite threads
     fi
-    # (the gcc suite's other paths run in the other chain: their lengths even out)
-    [ "$(cat "$OUT/san-gcc/built")" = ok ] && run "asan+ubsan gcc tests scalar" "$OUT/san-gcc/nbwd_tests" --isa scalar
+    # (the gcc runs that the other chain has not claimed)
+    [ "$(cat "$OUT/san-gcc/built")" = ok ] && san_gcc_runs
 }
 san_chain_emulated() {
     D=$OUT/san-clang
@@ -183,9 +195,7 @@ san_chain_emulated() {
     waited=0 # for the other chain's gcc build (its first step; an hour at most)
     while [ ! -s "$OUT/san-gcc/built" ] && [ $waited -lt 3600 ]; do sleep 2; waited=$((waited + 2)); done
     if [ "$(cat "$OUT/san-gcc/built" 2>/dev/null)" = ok ]; then
-        for isa in $(native_isas); do
-            [ $isa = scalar ] || run "asan+ubsan gcc tests $isa" "$OUT/san-gcc/nbwd_tests" --isa $isa
-        done
+        san_gcc_runs
         san_hardening gcc
     elif [ $waited -ge 3600 ]; then
         echo "--- asan+ubsan gcc: FAILED: its build never finished"; FAIL=$((FAIL + 1))
@@ -208,7 +218,8 @@ fuzz() {
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
-    fzflags="-std=c99 -O1 -g $W -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -I."
+    # (GN_CHUNK_DEFS: GroupNorm NXC's chunked order within a fuzz input's sizes)
+    fzflags="-std=c99 -O1 -g $W -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $GN_CHUNK_DEFS -I."
     # The library is built once (minutes: the whole header under ASan, with
     # libFuzzer's coverage instrumentation) and linked into each target,
     # whose own file builds in seconds (-DFZ_SEPARATE_IMPL); the targets

@@ -70,11 +70,14 @@ built() { # LABEL OUT: did it build?
 # i386: Debian's lib32gcc-12-dev and libc6-dev-i386 make gcc -m32 work
 # (gcc-multilib would remove the cross compilers).
 echo 'int main(void) { return 0; }' > "$B/m32.c"
-m32_ok() { gcc -m32 "$B/m32.c" -o "$B/m32" 2>/dev/null && "$B/m32"; }
+rm -f "$B/m32"
+m32_ok() { gcc -m32 "$B/m32.c" -o "$B/m32" 2>/dev/null && "$B/m32" 2>/dev/null; }
 i386=0
 if m32_ok || { NEED_SKIPPING="i386 skipped" $NEED lib32gcc-12-dev 'test -f /usr/lib/gcc/x86_64-linux-gnu/12/32/libgcc.a' &&
                NEED_SKIPPING="i386 skipped" $NEED libc6-dev-i386 'test -f /usr/lib32/crt1.o' && m32_ok; }; then
     i386=1
+elif [ -x "$B/m32" ]; then # built, but the kernel refused to run it
+    echo "--- i386: skipped (gcc -m32 builds, but this kernel cannot run 32-bit x86 programs: no IA32 emulation)"
 else
     echo "--- i386: skipped (gcc -m32 cannot build a program: lib32gcc-12-dev, libc6-dev-i386)"
 fi
