@@ -864,21 +864,31 @@ static void bn_two_phase(void) {
    (against the float64 reference of the masked tensor), diff_src_add equal
    to it exactly; every layout, form, dtype combination, both flags, strided
    (dst without a dense block), in place, frozen statistics, two-phase,
-   [N, C], threads; and the same bits as the plain call on a masked copy. */
-static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads) {
+   [N, C], threads; and the same bits as the plain call on a masked copy
+   (NXC: the kernels read dst in both passes; many_channels: more than the
+   narrow rows' 4 vectors on every path, C = 67). */
+#define BN_RELU_MAX 2010
+static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads, int many_channels) {
     int64_t dims[4] = {3, 6, 5, 7}, total = 630, i;
-    uint16_t dy16[630], dst16[630], m16[630];
-    float dy[630], dst[630], masked[630], x[630], dx1[630], dx2[630], add[630];
-    float mean[7], var[7], gamma[7], dg1[7], db1[7], dg2[7], db2[7];
+    uint16_t dy16[BN_RELU_MAX], dst16[BN_RELU_MAX], m16[BN_RELU_MAX];
+    float dy[BN_RELU_MAX], dst[BN_RELU_MAX], masked[BN_RELU_MAX], x[BN_RELU_MAX], dx1[BN_RELU_MAX],
+        dx2[BN_RELU_MAX], add[BN_RELU_MAX];
+    float mean[67], var[67], gamma[67], dg1[67], db1[67], dg2[67], db2[67];
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
     t_rng rng;
     nbwd_status s1, s2;
     int wide = dt == NBWD_F32, C = 7;
     size_t esz = wide ? 4 : 2;
-    t_case("BN fused ReLU: the bits of the plain call on the masked diff_dst (%s, %s, flags 0x%x, threads %d, isa %s)",
-           layout == NBWD_NCX ? "NCX" : "NXC", t_dtype_name(dt), flag, threads, nbwd_isa_name(g_test_isa));
-    if (layout == NBWD_NCX) { dims[1] = 7; dims[3] = 6; }
+    t_case("BN fused ReLU: the bits of the plain call on the masked diff_dst (%s, %s, flags 0x%x, threads %d, C %d, "
+           "isa %s)",
+           layout == NBWD_NCX ? "NCX" : "NXC", t_dtype_name(dt), flag, threads, many_channels ? 67 : 7,
+           nbwd_isa_name(g_test_isa));
+    if (many_channels) { /* N 2, spatial 3 x 5 */
+        C = 67; total = BN_RELU_MAX;
+        dims[0] = 2; dims[1] = 3; dims[2] = 5; dims[3] = 67;
+    }
+    if (layout == NBWD_NCX) { dims[1] = C; dims[3] = many_channels ? 3 : 6; }
     t_rng_seed(&rng, 91 + (uint64_t)flag + (uint64_t)threads);
     for (i = 0; i < total; ++i) {
         double u = t_rng_uniform(&rng, 0.0, 1.0);
@@ -919,8 +929,8 @@ static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int t
     s2 = nbwd_batch_norm_bwd(&d, &a, NULL, 0);
     CHECK_STATUS(s1, NBWD_OK);
     CHECK_STATUS(s2, NBWD_OK);
-    CHECK(memcmp(dx1, dx2, (size_t)total * esz) == 0 && memcmp(dg1, dg2, sizeof dg1) == 0 &&
-              memcmp(db1, db2, sizeof db1) == 0,
+    CHECK(memcmp(dx1, dx2, (size_t)total * esz) == 0 && memcmp(dg1, dg2, (size_t)C * 4) == 0 &&
+              memcmp(db1, db2, (size_t)C * 4) == 0,
           "the fused call's results differ from the plain call's on the masked diff_dst");
     if (flag == NBWD_FUSE_ADD_RELU)
         CHECK(memcmp(add, wide ? (const void *)masked : (const void *)m16, (size_t)total * esz) == 0,
@@ -969,6 +979,19 @@ static void bn_fused_relu(void) {
             c.seed = ++g_bseed;
             bn_run(&c);
         }
+    for (k = 0; k < 6; ++k) { /* NXC rows wider than the narrow rows' 4 vectors (the kernels read dst) */
+        bn_cfg c;
+        bn_defaults(&c);
+        bn_shape(&c, NBWD_NXC, 2, 67, 2, sp2);
+        c.relu = NBWD_FUSE_RELU;
+        c.dt = k % 3 == 0 ? NBWD_F32 : k % 3 == 1 ? NBWD_BF16 : NBWD_F16;
+        c.form = (nbwd_stats_form)(k % 3);
+        c.threads = 1 + k / 3;
+        c.params = k != 4;
+        c.inplace = k == 5 ? BIP_DY : c.inplace;
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
     for (fl = 0; fl < 2; ++fl) { /* [N, C], gathered channels */
         bn_cfg c;
         int64_t d2[2] = {33, 40};
@@ -984,8 +1007,9 @@ static void bn_fused_relu(void) {
     for (lay = 0; lay < 2; ++lay)
         for (k = 0; k < 3; ++k)
             for (fl = 0; fl < 2; ++fl)
-                bn_relu_bits(lay ? NBWD_NCX : NBWD_NXC, k == 0 ? NBWD_F32 : k == 1 ? NBWD_BF16 : NBWD_F16, flags[fl],
-                             1 + fl);
+                for (v = 0; v < 2; ++v)
+                    bn_relu_bits(lay ? NBWD_NCX : NBWD_NXC, k == 0 ? NBWD_F32 : k == 1 ? NBWD_BF16 : NBWD_F16,
+                                 flags[fl], 1 + fl, v);
 }
 
 void test_batch_norm(void) {
