@@ -870,9 +870,12 @@ static void bn_two_phase(void) {
 #define BN_RELU_MAX 2010
 static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads, int many_channels) {
     int64_t dims[4] = {3, 6, 5, 7}, total = 630, i;
-    uint16_t dy16[BN_RELU_MAX], dst16[BN_RELU_MAX], m16[BN_RELU_MAX];
-    float dy[BN_RELU_MAX], dst[BN_RELU_MAX], masked[BN_RELU_MAX], x[BN_RELU_MAX], dx1[BN_RELU_MAX],
-        dx2[BN_RELU_MAX], add[BN_RELU_MAX];
+    /* on the heap: WASI's 64 KiB stack does not hold them */
+    float *dy = (float *)t_xmalloc(7 * BN_RELU_MAX * sizeof(float)), *dst = dy + BN_RELU_MAX;
+    float *masked = dst + BN_RELU_MAX, *x = masked + BN_RELU_MAX, *dx1 = x + BN_RELU_MAX, *dx2 = dx1 + BN_RELU_MAX;
+    float *add = dx2 + BN_RELU_MAX;
+    uint16_t *dy16 = (uint16_t *)t_xmalloc(3 * BN_RELU_MAX * sizeof(uint16_t)), *dst16 = dy16 + BN_RELU_MAX;
+    uint16_t *m16 = dst16 + BN_RELU_MAX;
     float mean[67], var[67], gamma[67], dg1[67], db1[67], dg2[67], db2[67];
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
@@ -935,6 +938,8 @@ static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int t
     if (flag == NBWD_FUSE_ADD_RELU)
         CHECK(memcmp(add, wide ? (const void *)masked : (const void *)m16, (size_t)total * esz) == 0,
               "diff_src_add is not the masked diff_dst, bit for bit");
+    free(dy);
+    free(dy16);
 }
 
 static void bn_fused_relu(void) {

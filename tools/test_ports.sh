@@ -35,7 +35,8 @@ B=${BUILD:-build}/ports
 NEED=tools/need.sh
 mkdir -p "$B"
 SRC="tests/impl.c tests/main.c tests/reference.c $(ls tests/test_*.c | tr '\n' ' ')"
-FLAGS="-O2 -Wall -Wextra -pedantic -Werror -DNORM_BWD_STREAM_BYTES=16384 -Itests -I."
+# (as the Makefile's test builds: the non-temporal stores and GroupNorm NXC's chunks at test sizes)
+FLAGS="-O2 -Wall -Wextra -pedantic -Werror -DNORM_BWD_STREAM_BYTES=16384 -DNBWD__GN_CHUNKED_BYTES=4096 -DNBWD__GN_RESIDENT_BYTES=8192 -Itests -I."
 P=0 F=0
 
 # report LABEL LOG RC: one result line from the suite's last line
