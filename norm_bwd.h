@@ -80,7 +80,10 @@
    over x before the backward (mean and variance by the corrected two-pass
    algorithm per NCX plane, or per NXC column around a pivot, in f32
    chains of at most 8 additions added in double; a set's channels
-   combined in double), one more read of x than the saved forms.
+   combined in double), one more read of x than the saved forms; NXC
+   batches over 32 MiB of x and dy, which go a few samples at a time,
+   find a sample's statistics just before its sums, so that read comes
+   from the cache there.
    Accuracy: against the float64 statistics of the same x, the mean is
    within u |mean| + 26 u std and rstd within 13 u (u = 2^-24; worst
    cases, typically about an ulp), and dx's row scalars mean(g), mean(g
@@ -1187,8 +1190,6 @@ typedef struct nbwd__rows {
     const char *x, *dy;
     char *dx;                       /* NULL: no diff_src (BatchNorm: pass 1) */
     int dt;
-    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
-    float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int rms;                        /* LayerNorm: RMSNorm (x not centred, so mean(g) is not subtracted) */
     int64_t count, n;
     int stream;                     /* dx with non-temporal stores (tensors larger than the caches) */
@@ -1197,8 +1198,18 @@ typedef struct nbwd__rows {
     float eps;
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
     const char *res;                /* LayerNorm: a residual gradient added to dx in its pass, or NULL */
+    /* The per-row arrays last: a batch is cleared up to x_off alone
+       (NBWD__ROWS_CLEAR), and each array is filled for the rows it runs */
+    int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
+    float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int64_t res_off[NBWD__ROW_BATCH];
 } nbwd__rows;
+/* The fields before the arrays zeroed (the whole struct is about 3 KB, and
+   a BatchNorm NXC block of 64 rows of 64 channels cleared it twice per
+   16 KB of x); one copy, out of line */
+NBWD__PLAN_FN
+static void nbwd__rows_clear(nbwd__rows *b) { memset(b, 0, offsetof(nbwd__rows, x_off)); }
+#define NBWD__ROWS_CLEAR(b) nbwd__rows_clear(b)
 
 /* A run of BatchNorm NCX planes of n elements, plane i at x + i * x_step
    (dy, dx likewise), each with its own set's coefficients. reduce adds
@@ -4690,7 +4701,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
     const int64_t *sx = p->st[NBWD__BN_X], *sdy = p->st[NBWD__BN_DY], *sdx = p->st[NBWD__BN_DX];
     nbwd__rows batch;
     if (end > p->rows) end = p->rows;
-    memset(&batch, 0, sizeof batch);
+    NBWD__ROWS_CLEAR(&batch);
     batch.x = (const char *)xt;
     batch.dy = (const char *)dyt;
     batch.dx = apply ? (char *)xt : NULL;
@@ -4727,7 +4738,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
         return;
     }
     if (end > p->rows) end = p->rows;
-    memset(&batch, 0, sizeof batch);
+    NBWD__ROWS_CLEAR(&batch);
     batch.x = r->x;
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
@@ -5129,6 +5140,7 @@ typedef struct nbwd__gn_run {
     const float *row_gain;             /* NXC with an odd (n, c): [N * C] gains, 1 where folded; else NULL */
     float *partials;
     char *none_scratch;                /* NBWD_STATS_NONE, NXC: the lanes' column sums (see the plan) */
+    double *none_st;                   /* NBWD_STATS_NONE, NXC in chunks: the sets' statistics, found there */
     int want_dx, stream;
 } nbwd__gn_run;
 
@@ -5436,7 +5448,7 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
         co[0][i] = r->xm[at]; co[1][i] = r->xs[at]; co[2][i] = r->mg[at];
         co[3][i] = r->mgx[at]; co[4][i] = r->scale[at]; co[5][i] = r->gain[c];
     }
-    memset(&batch, 0, sizeof batch);
+    NBWD__ROWS_CLEAR(&batch);
     batch.x = r->x + (n * p->st[NBWD__GN_X][0] + c * p->st[NBWD__GN_X][1]) * esz;
     batch.dy = r->dy + (n * p->st[NBWD__GN_DY][0] + c * p->st[NBWD__GN_DY][1]) * esz;
     batch.dx = r->dx + (n * p->st[NBWD__GN_DX][0] + c * p->st[NBWD__GN_DX][1]) * esz;
@@ -5509,7 +5521,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
     nbwd__rows batch;
     if (end > p->S) end = p->S;
-    memset(&batch, 0, sizeof batch);
+    NBWD__ROWS_CLEAR(&batch);
     batch.x = r->x;
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
@@ -5597,7 +5609,7 @@ static void nbwd__gn_none_sample(const nbwd__gn_run *r, int64_t n, int64_t lane,
     float *sums, *pivot;
     int64_t c, g, row, i;
     int pass;
-    memset(&batch, 0, sizeof batch);
+    NBWD__ROWS_CLEAR(&batch);
     batch.dt = p->dt;
     batch.x = r->x;
     if (!p->nxc) { /* each plane is a row of S elements */
@@ -5649,10 +5661,41 @@ static void nbwd__gn_none_sample(const nbwd__gn_run *r, int64_t n, int64_t lane,
         st[2 * (n * p->G + g) + 1] = set.m2 / set.count;
     }
 }
-/* The lanes of the NXC statistics: samples lane, lane + lanes, ... */
-static void nbwd__gn_none_lane(const nbwd__gn_run *r, int64_t lane, int64_t lanes, double *st) {
+/* The lanes of the NXC statistics: samples n0 + lane, n0 + lane + lanes,
+   ... up to n1 */
+static void nbwd__gn_none_lane(const nbwd__gn_run *r, int64_t n0, int64_t n1, int64_t lane, int64_t lanes,
+                               double *st) {
     int64_t n;
-    for (n = lane; n < r->p->N; n += lanes) nbwd__gn_none_sample(r, n, lane, st);
+    for (n = n0 + lane; n < n1; n += lanes) nbwd__gn_none_sample(r, n, lane, st);
+}
+/* Sample n's coefficients from its sets' statistics (st, as
+   nbwd__gn_none_sample leaves them), as the MEAN_VARIANCE form takes them
+   (in the drivers' floating-point mode, as they were found there before) */
+NBWD__PLAN_FN
+static void nbwd__gn_none_coefs(const nbwd__gn_run *r, int64_t n, const double *st) {
+    const nbwd__gn_plan *p = r->p;
+    int64_t g, c;
+    for (g = 0; g < p->G; ++g) {
+        const double *set = st + 2 * (n * p->G + g);
+        const float xm = (float)set[0], rstd = (float)(1.0 / sqrt((double)(float)set[1] + (double)p->eps));
+        for (c = g * p->Cg; c < (g + 1) * p->Cg; ++c) {
+            r->xm[n * p->C + c] = xm;
+            r->xs[n * p->C + c] = rstd;
+            r->scale[n * p->C + c] = rstd;
+        }
+    }
+}
+/* GroupNorm NXC with NBWD_STATS_NONE over NBWD__GN_CHUNKED_BYTES, one
+   thread's samples [n0, n1): each sample's statistics, then the rest of
+   it, while the sample is still in cache */
+NBWD__PLAN_FN
+static void nbwd__gn_nxc_none_samples(const nbwd__gn_run *r, int64_t n0, int64_t n1, int64_t lane, double *st) {
+    int64_t n;
+    for (n = n0; n < n1; ++n) {
+        nbwd__gn_none_sample(r, n, lane, st);
+        nbwd__gn_none_coefs(r, n, st);
+        nbwd__gn_nxc_samples(r, n, n + 1, 1);
+    }
 }
 
 NBWD__PLAN_FN
@@ -5664,7 +5707,8 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     void *owned;
     char *ws;
     int64_t c, n, g, i, C, NC, sets;
-    int threads, reads_gamma, busy;
+    int threads, reads_gamma, busy, big;
+    double sample_bytes;
     const void *spread, *x;
     if ((s = nbwd__gn_plan_desc(desc, &p)) != NBWD_OK) return s;
     if (!args) return nbwd__fail(NBWD_ERR_NULL_POINTER, "args is NULL");
@@ -5713,18 +5757,25 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
             for (d = 0; d + 2 < p.rank; ++d) st3[t][d] = p.st[t][d + 1];
         nbwd__outer_init(&r.outer, p.rank - 2, desc->dims + 1, NBWD__GN_DATA, st3);
     }
+    /* NXC batches over NBWD__GN_CHUNKED_BYTES go a few samples at a time
+       (below); with NBWD_STATS_NONE each sample's statistics are then found
+       there too, so that the sums read x from cache, not memory */
+    sample_bytes = 2.0 * (double)C * (double)p.S * (double)nbwd__esize(p.dt); /* (no overflow) */
+    big = p.nxc && sample_bytes * (double)p.N > (double)NBWD__GN_CHUNKED_BYTES;
     if (p.form == NBWD_STATS_NONE) { /* the sets' statistics from x */
         double *st = (double *)(void *)(ws + p.ws_none);
         r.none_scratch = (char *)(st + 2 * p.N * p.G);
-        if (p.nxc) {
+        if (big) {
+            r.none_st = st; /* (in the chunks) */
+        } else if (p.nxc) {
             threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.none_lanes);
-            NBWD__PARALLEL_FOR(threads, i, p.none_lanes, nbwd__gn_none_lane(&r, i, p.none_lanes, st));
+            NBWD__PARALLEL_FOR(threads, i, p.none_lanes, nbwd__gn_none_lane(&r, 0, p.N, i, p.none_lanes, st));
         } else {
             threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.N);
             NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_none_sample(&r, i, 0, st));
         }
     }
-    for (n = 0; n < p.N; ++n)
+    for (n = 0; n < p.N && !r.none_st; ++n)
         for (g = 0; g < p.G; ++g) {
             float xm, xs, rstd;
             if (p.form == NBWD_STATS_NONE) { /* as the MEAN_VARIANCE form takes them */
@@ -5750,15 +5801,19 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
     if (!r.want_dx || !p.affine) r.gain = NULL; /* g = dy */
     sets = p.N * p.G;
     if (p.nxc) { /* samples in chunks (see NBWD__GN_RESIDENT_BYTES) */
-        const double sample_bytes = 2.0 * (double)C * (double)p.S * (double)nbwd__esize(p.dt); /* (no overflow) */
         double fit;
         int64_t n0, n1, chunk;
-        int big = sample_bytes * (double)p.N > (double)NBWD__GN_CHUNKED_BYTES;
         threads = nbwd__pick_threads(desc->num_threads, NC * p.S, p.N * p.nblocks);
         r.row_gain = r.gain ? r.odd : NULL;
-        if (big && threads > 1 && (p.N % threads == 0 || p.N >= 4 * threads)) {
+        if (big && threads > 1 && (p.N % threads == 0 || p.N >= 4 * threads) &&
+            (!r.none_st || threads <= p.none_lanes)) {
             /* each thread its own samples: no fork and join per chunk */
-            NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_nxc_samples(&r, i, i + 1, 1));
+            if (r.none_st) /* (thread i: the statistics' lane i) */
+                NBWD__PARALLEL_FOR(threads, i, threads,
+                                   nbwd__gn_nxc_none_samples(&r, p.N * i / threads, p.N * (i + 1) / threads, i,
+                                                             r.none_st));
+            else
+                NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_nxc_samples(&r, i, i + 1, 1));
         } else {
             fit = (double)NBWD__GN_RESIDENT_BYTES * (double)threads / sample_bytes;
             chunk = !big ? p.N : fit < 1.0 ? 1 : fit < (double)p.N ? (int64_t)fit : p.N;
@@ -5766,6 +5821,11 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
                 int64_t units, u0 = n0 * p.nblocks;
                 n1 = p.N - n0 < chunk ? p.N : n0 + chunk;
                 units = (n1 - n0) * p.nblocks;
+                if (r.none_st) { /* the chunk's statistics, then its coefficients */
+                    const int64_t lanes = n1 - n0 < p.none_lanes ? n1 - n0 : p.none_lanes;
+                    NBWD__PARALLEL_FOR(threads, i, lanes, nbwd__gn_none_lane(&r, n0, n1, i, lanes, r.none_st));
+                    for (n = n0; n < n1; ++n) nbwd__gn_none_coefs(&r, n, r.none_st);
+                }
                 NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, u0 + i, 0));
                 nbwd__gn_nxc_samples(&r, n0, n1, 0);
                 if (r.want_dx) NBWD__PARALLEL_FOR(threads, i, units, nbwd__gn_nxc_block(&r, u0 + i, 1));

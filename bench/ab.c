@@ -81,7 +81,8 @@
    Shapes for time, as nbwd_bench's: ln:RxN, rms:RxN, ln-res:RxN and
    rms-res:RxN (a residual gradient added to diff_src), ln-none:RxN and
    rms-none:RxN (NBWD_STATS_NONE, no gamma, diff_src alone), bn-ncx:NxCxHxW
-   and bn-nxc:NxCxHxW. */
+   and bn-nxc:NxCxHxW, gn-ncx:NxCxHxW/G and gn-nxc:... (gn-nxc-none:... for
+   NBWD_STATS_NONE). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <math.h>
@@ -1027,7 +1028,7 @@ static void sweep_gn(const lib *a, const lib *b, int isa, int quick) {
                     if (glist[k] == glist[k - 1]) glist[k] = 0;
                 for (gi = 0; gi < ng; ++gi) {
                     if (!glist[gi]) continue;
-                    for (v = 0; v < 12; ++v) {
+                    for (v = 0; v < 14; ++v) {
                         problem p;
                         if (big > 100000 && v % 2 && quick) continue;
                         memset(&p, 0, sizeof p);
@@ -1052,6 +1053,8 @@ static void sweep_gn(const lib *a, const lib *b, int isa, int quick) {
                         case 9: p.form = NBWD_STATS_DST_RSTD; p.affine = 0; p.want_dg = p.want_db = 0; p.threads = 2; break;
                         case 10: p.strided = 1; p.form = NBWD_STATS_XHAT_STD; p.accumulate = 1; p.threads = 2; break;
                         case 11: p.strided = 2; p.form = NBWD_STATS_DST_RSTD; p.beta = 1; p.pdt = dt; p.want_dx = 1; p.want_dg = 0; break;
+                        case 12: p.form = NBWD_STATS_NONE; p.threads = 2; break;
+                        case 13: p.form = NBWD_STATS_NONE; p.special = 1; p.want_dg = 0; p.threads = (int)(s & 1) + 1; break;
                         }
                         compare_one(a, b, &p);
                     }
@@ -1220,9 +1223,10 @@ static int parse_shape(const char *s, problem *p) {
         p->rank = 2; p->dims[0] = r; p->dims[1] = n;
         return 1;
     }
-    if (!strncmp(s, "bn-", 3) || !strncmp(s, "gn-ncx:", 7) || !strncmp(s, "gn-nxc:", 7)) {
+    if (!strncmp(s, "bn-", 3) || !strncmp(s, "gn-ncx", 6) || !strncmp(s, "gn-nxc", 6)) {
         /* bn-ncx:, bn-nxc: (also -frozen, -relu, -addrelu before the colon,
-           as nbwd_bench's), bn-nc:NxC; gn-ncx:NxCxHxW/G, gn-nxc:... */
+           as nbwd_bench's), bn-nc:NxC; gn-ncx:NxCxHxW/G, gn-nxc:... (also
+           gn-ncx-none:, gn-nxc-none: for NBWD_STATS_NONE) */
         const char *colon = strchr(s, ':'), *slash;
         char kind[32];
         if (!colon || colon - s >= (long)sizeof kind) return 0;
@@ -1233,6 +1237,7 @@ static int parse_shape(const char *s, problem *p) {
         if (strstr(kind, "-frozen")) { p->flags = NBWD_USE_GLOBAL_STATS; p->want_dg = p->want_db = 0; }
         if (strstr(kind, "-relu")) p->flags = NBWD_FUSE_RELU;
         if (strstr(kind, "-addrelu")) p->flags = NBWD_FUSE_ADD_RELU;
+        if (p->op == OP_GN && strstr(kind, "-none")) p->form = NBWD_STATS_NONE; /* gn-nxc-none: */
         snprintf(buf, sizeof buf, "%s", colon + 1);
         if ((slash = strchr(buf, '/')) != NULL) {
             p->groups = atoll(slash + 1);
