@@ -1199,7 +1199,7 @@ typedef struct nbwd__rows {
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
     const char *res;                /* LayerNorm: a residual gradient added to dx in its pass, or NULL */
     /* The per-row arrays last: a batch is cleared up to x_off alone
-       (NBWD__ROWS_CLEAR), and each array is filled for the rows it runs */
+       (nbwd__rows_clear), and each array is filled for the rows it runs */
     int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
     int64_t res_off[NBWD__ROW_BATCH];
@@ -1209,7 +1209,6 @@ typedef struct nbwd__rows {
    16 KB of x); one copy, out of line */
 NBWD__PLAN_FN
 static void nbwd__rows_clear(nbwd__rows *b) { memset(b, 0, offsetof(nbwd__rows, x_off)); }
-#define NBWD__ROWS_CLEAR(b) nbwd__rows_clear(b)
 
 /* A run of BatchNorm NCX planes of n elements, plane i at x + i * x_step
    (dy, dx likewise), each with its own set's coefficients. reduce adds
@@ -4701,7 +4700,7 @@ static void nbwd__bn_tiles(const nbwd__bn_run *r, int64_t b, int apply) {
     const int64_t *sx = p->st[NBWD__BN_X], *sdy = p->st[NBWD__BN_DY], *sdx = p->st[NBWD__BN_DX];
     nbwd__rows batch;
     if (end > p->rows) end = p->rows;
-    NBWD__ROWS_CLEAR(&batch);
+    nbwd__rows_clear(&batch);
     batch.x = (const char *)xt;
     batch.dy = (const char *)dyt;
     batch.dx = apply ? (char *)xt : NULL;
@@ -4738,7 +4737,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
         return;
     }
     if (end > p->rows) end = p->rows;
-    NBWD__ROWS_CLEAR(&batch);
+    nbwd__rows_clear(&batch);
     batch.x = r->x;
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
@@ -5448,7 +5447,7 @@ static void nbwd__gn_ncx_odd_plane(const nbwd__gn_run *r, int64_t n, int64_t c) 
         co[0][i] = r->xm[at]; co[1][i] = r->xs[at]; co[2][i] = r->mg[at];
         co[3][i] = r->mgx[at]; co[4][i] = r->scale[at]; co[5][i] = r->gain[c];
     }
-    NBWD__ROWS_CLEAR(&batch);
+    nbwd__rows_clear(&batch);
     batch.x = r->x + (n * p->st[NBWD__GN_X][0] + c * p->st[NBWD__GN_X][1]) * esz;
     batch.dy = r->dy + (n * p->st[NBWD__GN_DY][0] + c * p->st[NBWD__GN_DY][1]) * esz;
     batch.dx = r->dx + (n * p->st[NBWD__GN_DX][0] + c * p->st[NBWD__GN_DX][1]) * esz;
@@ -5521,7 +5520,7 @@ static void nbwd__gn_nxc_block(const nbwd__gn_run *r, int64_t unit, int apply) {
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block;
     nbwd__rows batch;
     if (end > p->S) end = p->S;
-    NBWD__ROWS_CLEAR(&batch);
+    nbwd__rows_clear(&batch);
     batch.x = r->x;
     batch.dy = r->dy;
     batch.dx = apply ? r->dx : NULL;
@@ -5609,7 +5608,7 @@ static void nbwd__gn_none_sample(const nbwd__gn_run *r, int64_t n, int64_t lane,
     float *sums, *pivot;
     int64_t c, g, row, i;
     int pass;
-    NBWD__ROWS_CLEAR(&batch);
+    nbwd__rows_clear(&batch);
     batch.dt = p->dt;
     batch.x = r->x;
     if (!p->nxc) { /* each plane is a row of S elements */
@@ -5670,7 +5669,7 @@ static void nbwd__gn_none_lane(const nbwd__gn_run *r, int64_t n0, int64_t n1, in
 }
 /* Sample n's coefficients from its sets' statistics (st, as
    nbwd__gn_none_sample leaves them), as the MEAN_VARIANCE form takes them
-   (in the drivers' floating-point mode, as they were found there before) */
+   (in the drivers' floating-point mode), for every NBWD_STATS_NONE call */
 NBWD__PLAN_FN
 static void nbwd__gn_none_coefs(const nbwd__gn_run *r, int64_t n, const double *st) {
     const nbwd__gn_plan *p = r->p;
@@ -5775,17 +5774,13 @@ static nbwd_status nbwd__group_norm_bwd(const nbwd_group_norm_bwd_desc *desc, co
             NBWD__PARALLEL_FOR(threads, i, p.N, nbwd__gn_none_sample(&r, i, 0, st));
         }
     }
-    for (n = 0; n < p.N && !r.none_st; ++n)
+    for (n = 0; n < p.N && p.form == NBWD_STATS_NONE && !r.none_st; ++n) /* (else in the chunks) */
+        nbwd__gn_none_coefs(&r, n, (const double *)(const void *)(ws + p.ws_none));
+    for (n = 0; n < p.N && p.form != NBWD_STATS_NONE; ++n)
         for (g = 0; g < p.G; ++g) {
             float xm, xs, rstd;
-            if (p.form == NBWD_STATS_NONE) { /* as the MEAN_VARIANCE form takes them */
-                const double *st = (const double *)(const void *)(ws + p.ws_none) + 2 * (n * p.G + g);
-                xm = (float)st[0];
-                rstd = xs = (float)(1.0 / sqrt((double)(float)st[1] + (double)p.eps));
-            } else {
-                nbwd__stats(p.form, p.sdt, p.eps, args->mean, n * p.mean_st[0] + g * p.mean_st[1], spread,
-                            n * p.var_st[0] + g * p.var_st[1], &xm, &xs, &rstd);
-            }
+            nbwd__stats(p.form, p.sdt, p.eps, args->mean, n * p.mean_st[0] + g * p.mean_st[1], spread,
+                        n * p.var_st[0] + g * p.var_st[1], &xm, &xs, &rstd);
             for (c = g * p.Cg; c < (g + 1) * p.Cg; ++c) {
                 if (p.form == NBWD_STATS_DST_RSTD && reads_gamma) { /* xhat = (dst - beta) * (1 / gamma) */
                     float ge = r.gain[c];
