@@ -312,6 +312,11 @@ static size_t nbwdg__round(size_t b) { return (b + NBWDG__ALIGN - 1) / NBWDG__AL
    shuffles), G >= 64 one group per block. K = 0: long rows, 1024 threads,
    re-read from global memory in the second pass. R rows per block of
    diff_gamma/diff_beta partials. All of it depends on n, rows and dtypes. */
+/* bench_gpu's sweep overrides the choices here (stage 0: G, K, block;
+   stage 1: R); no build of the library defines it. */
+#ifndef NBWDG__LN_TUNE
+#define NBWDG__LN_TUNE(p, c, stage) ((void)0)
+#endif
 typedef struct nbwdg__ln_cfg {
     int V, G, K, block, NG;
     int64_t chunks, R, nblocks;
@@ -319,11 +324,15 @@ typedef struct nbwdg__ln_cfg {
 } nbwdg__ln_cfg;
 
 static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
-    int64_t g = 1, k, cap, rmin;
+    int64_t g = 1, k, cap, rmin, tblocks;
     memset(c, 0, sizeof *c);
     c->V = p->dt == NBWD_F32 ? 4 : 8;
     c->chunks = nbwdg__cdiv(p->n, c->V);
     while (g < 1024 && g * 4 < c->chunks) g *= 2;
+    /* 16-bit rows that take groups of 64 or more: twice the threads, at
+       most 2 chunks each (4 cost the 16-bit kernels registers; measured
+       on an H200, bench/NOTES.md) */
+    if (p->dt != NBWD_F32 && g >= 64 && g <= 256 && g * 4 >= c->chunks) g *= 2;
     if (g <= 512 && g * 4 >= c->chunks) {
         k = nbwdg__cdiv(c->chunks, g);
         c->K = k <= 1 ? 1 : k <= 2 ? 2 : 4;
@@ -333,22 +342,25 @@ static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
         c->K = 0;
         c->G = c->block = 1024;
     }
+    NBWDG__LN_TUNE(p, c, 0);
     c->NG = c->block / c->G;
     if (p->affine) {
         cap = NBWDG__PARTIALS_BYTES / (8 * (p->n > 0 ? p->n : 1));
         if (cap > NBWDG__MAX_PARTIALS) cap = NBWDG__MAX_PARTIALS;
         if (cap < 1) cap = 1;
         c->R = nbwdg__cdiv(p->rows, cap);
-        if (c->NG > 1) {
-            rmin = 4 * (int64_t)c->NG;
-        } else { /* aim at >= 512 blocks, but at most 16 rows per block */
-            rmin = nbwdg__cdiv(p->rows, 512);
-            if (rmin > 16) rmin = 16;
-        }
+        /* Blocks: 64K threads' worth, at least 128 (a fixed count, never
+           the device's: the partials' split decides the bits). More
+           blocks only add partials to write and sum; fewer leave a large
+           GPU idle. Every group gets a row. */
+        tblocks = 65536 / c->block < 128 ? 128 : 65536 / c->block;
+        rmin = nbwdg__cdiv(p->rows, tblocks);
+        if (rmin < c->NG) rmin = c->NG;
         if (c->R < rmin) c->R = rmin;
     } else {
         c->R = c->NG > 1 ? 2 * (int64_t)c->NG : 2;
     }
+    NBWDG__LN_TUNE(p, c, 1);
     if (c->R < 1) c->R = 1;
     c->nblocks = p->rows > 0 && p->n > 0 ? nbwdg__cdiv(p->rows, c->R) : 0;
     c->part_bytes = p->affine ? (size_t)c->nblocks * 2 * (size_t)p->n * 4 : 0;
@@ -958,12 +970,11 @@ __device__ __forceinline__ void nbwdg__xhats(const nbwdg__ln_k &p, const nbwdg__
    additions in the same order whatever A and the load path. */
 template <int DT, int A, int X>
 __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
-                                                int64_t e0, int cnt, float xm, float xs, float &sg, float &sgx,
-                                                float *ra, float *rb, float *acc) {
+                                                const float *gm, int64_t e0, int cnt, float xm, float xs, float &sg,
+                                                float &sgx, float *ra, float *rb, float *acc) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    float gm[V], xhv[V];
-    if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    float xhv[V];
     nbwdg__xhats<DT, X>(p, cx, e0, cnt, xm, xs, gm, xhv);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
@@ -994,15 +1005,14 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
    element is read before the same thread writes it. */
 template <int DT, int X>
 __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwdg__vec<DT> &cx, const nbwdg__vec<DT> &cy,
-                                                void *dxr, const void *resr, int64_t e0, int cnt, float xm, float xs,
-                                                float mg, float mgx, float rstd) {
+                                                const float *gm, const nbwdg__vec<DT> &cr, void *dxr, const void *resr,
+                                                int64_t e0, int cnt, float xm, float xs, float mg, float mgx,
+                                                float rstd) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    float gm[V], xhv[V];
-    nbwdg__vec<DT> o, cr;
-    if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+    float xhv[V];
+    nbwdg__vec<DT> o;
     nbwdg__xhats<DT, X>(p, cx, e0, cnt, xm, xs, gm, xhv);
-    if (X && resr) cr = nbwdg__ldv<DT>(resr, e0, cnt, p.vec);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
         const float dv = TY::in(cy.e[v]);
@@ -1015,6 +1025,28 @@ __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwd
     nbwdg__stv<DT>(dxr, e0, cnt, p.vec, o);
 }
 
+/* Loads of a batch: chunks c0, c0 + G, ... (KB of them, those < chunks) of
+   a and b (b may be NULL: not loaded). */
+template <int DT, int KB>
+__device__ __forceinline__ void nbwdg__ln_load(const nbwdg__ln_k &p, const void *a, const void *b, int64_t c0, int G,
+                                               int64_t chunks, nbwdg__vec<DT> *va, nbwdg__vec<DT> *vb) {
+    enum { V = nbwdg__ty<DT>::V };
+#pragma unroll
+    for (int k = 0; k < KB; ++k) {
+        const int64_t c = c0 + (int64_t)k * G, e0 = c * V;
+        if (c < chunks) {
+            const int cnt = p.n - e0 < V ? (int)(p.n - e0) : V;
+            va[k] = nbwdg__ldv<DT>(a, e0, cnt, p.vec);
+            if (b) vb[k] = nbwdg__ldv<DT>(b, e0, cnt, p.vec);
+        }
+    }
+}
+/* The parameter's chunk (gamma + offset) as floats; nothing without gamma. */
+template <int DT>
+__device__ __forceinline__ void nbwdg__ln_gamma(const nbwdg__ln_k &p, int64_t e0, int cnt, float *gm) {
+    if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
+}
+
 /* One block of R rows: dx per row and the block's diff_gamma/diff_beta
    partials. See nbwdg__ln_config for the mapping. K > 0: the thread's K
    chunks stay in registers between the passes; K == 0: re-read. A == 0
@@ -1024,9 +1056,13 @@ __device__ __forceinline__ void nbwdg__ln_pass2(const nbwdg__ln_k &p, const nbwd
    block's partial row in global memory; each column is only ever touched
    by its owning thread, in row order. */
 template <int DT, int K, int A, int X>
-__global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_kernel(const __grid_constant__ nbwdg__ln_k p) {
+__global__ void __launch_bounds__(A != 1 ? 256 : K == 0 ? 1024 : 512, A == 2 ? 2 : 1)
+    nbwdg__ln_kernel(const __grid_constant__ nbwdg__ln_k p) {
     typedef nbwdg__ty<DT> TY;
-    enum { V = TY::V, KR = A == 0 ? K : 1 };
+    /* KB: chunks per batch of loads. BATCH (4-byte data): a batch's
+       loads are issued together before any use; 16-bit data interleaves
+       each chunk's loads with its use (batched, its registers spill). */
+    enum { V = TY::V, KR = A == 0 ? K : 1, KB = K > 0 ? K : 1, BATCH = DT == NBWD_F32 };
     extern __shared__ float nbwdg__smem[];
     const int G = p.G, tid = threadIdx.x, NG = blockDim.x / G, grp = tid / G, lane = tid % G;
     const int64_t n = p.n, chunks = (n + V - 1) / V;
@@ -1043,7 +1079,7 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
 #pragma unroll
                 for (int v = 0; v < V; ++v) ra[k][v] = rb[k][v] = 0.0f;
         } else if (p.want_pg) {
-            acc = p.acc_smem ? nbwdg__smem + 64 : pdg;
+            acc = A == 2 ? nbwdg__smem + grp * 2 * n : p.acc_smem ? nbwdg__smem + 64 : pdg;
             for (int64_t c = lane; c < chunks; c += G)
                 for (int64_t e = c * V; e < c * V + V && e < n; ++e) acc[e] = acc[n + e] = 0.0f;
         }
@@ -1057,49 +1093,51 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
             const typename TY::S *dyr = (const typename TY::S *)p.dy + off[NBWD__LN_DY];
             void *dxr = p.want_dx ? (void *)((typename TY::S *)p.dx + off[NBWD__LN_DX]) : nullptr;
             const void *resr = X && p.res ? (const void *)((const typename TY::S *)p.res + off[NBWD__LN_RES]) : nullptr;
-            if constexpr (K > 0) {
-                nbwdg__vec<DT> cx[K], cy[K];
+            /* Each batch of KB chunks of x and dy is loaded whole before any
+               of it is used: a store in between (the column partials, dx)
+               would otherwise hold the next chunk's loads behind it (the
+               pointers may alias), one memory round trip per chunk. K > 0:
+               one batch, kept for pass 2; K == 0: batches along the row,
+               re-read in pass 2 (from L2). gamma comes from L1. */
+            nbwdg__vec<DT> cx[KB], cy[KB];
+            const int64_t cend = K > 0 ? lane + 1 : chunks, cstep = (int64_t)G * KB;
+            for (int64_t c0 = lane; c0 < cend; c0 += cstep) {
+                if (BATCH) nbwdg__ln_load<DT, KB>(p, xr, dyr, c0, G, chunks, cx, cy);
 #pragma unroll
-                for (int k = 0; k < K; ++k) {
-                    const int64_t c = lane + (int64_t)k * G, e0 = c * V;
+                for (int k = 0; k < KB; ++k) {
+                    const int64_t c = c0 + (int64_t)k * G, e0 = c * V;
                     if (c < chunks) {
                         const int cnt = n - e0 < V ? (int)(n - e0) : V;
-                        cx[k] = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
-                        cy[k] = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                        nbwdg__ln_pass1<DT, A, X>(p, cx[k], cy[k], e0, cnt, xm, xs, sg, sgx, ra[A == 0 ? k : 0],
-                                               rb[A == 0 ? k : 0], acc);
+                        float gm[V];
+                        if (!BATCH) {
+                            cx[k] = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
+                            cy[k] = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
+                        }
+                        nbwdg__ln_gamma<DT>(p, e0, cnt, gm);
+                        nbwdg__ln_pass1<DT, A, X>(p, cx[k], cy[k], gm, e0, cnt, xm, xs, sg, sgx, ra[A == 0 ? k : 0],
+                                                  rb[A == 0 ? k : 0], acc);
                     }
                 }
-                if (p.want_dx) {
-                    nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
-                    const float mg = p.rms ? 0.0f : (float)((double)sg / (double)n);
-                    const float mgx = (float)((double)sgx / (double)n);
+            }
+            if (p.want_dx) {
+                nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
+                const float mg = p.rms ? 0.0f : (float)((double)sg / (double)n);
+                const float mgx = (float)((double)sgx / (double)n);
+                for (int64_t c0 = lane; c0 < cend; c0 += cstep) {
+                    nbwdg__vec<DT> cr[KB];
+                    if (K == 0) nbwdg__ln_load<DT, KB>(p, xr, dyr, c0, G, chunks, cx, cy);
+                    if (BATCH && X && resr) nbwdg__ln_load<DT, KB>(p, resr, nullptr, c0, G, chunks, cr, cr);
 #pragma unroll
-                    for (int k = 0; k < K; ++k) {
-                        const int64_t c = lane + (int64_t)k * G, e0 = c * V;
-                        if (c < chunks)
-                            nbwdg__ln_pass2<DT, X>(p, cx[k], cy[k], dxr, resr, e0, n - e0 < V ? (int)(n - e0) : V, xm,
-                                                xs, mg, mgx, rstd);
-                    }
-                }
-            } else { /* long rows: two passes over global memory */
-                for (int64_t c = lane; c < chunks; c += G) {
-                    const int64_t e0 = c * V;
-                    const int cnt = n - e0 < V ? (int)(n - e0) : V;
-                    const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
-                    const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                    nbwdg__ln_pass1<DT, A, X>(p, cx, cy, e0, cnt, xm, xs, sg, sgx, ra[0], rb[0], acc);
-                }
-                if (p.want_dx) {
-                    nbwdg__group_sum2(sg, sgx, G, mask, nbwdg__smem);
-                    const float mg = p.rms ? 0.0f : (float)((double)sg / (double)n);
-                    const float mgx = (float)((double)sgx / (double)n);
-                    for (int64_t c = lane; c < chunks; c += G) {
-                        const int64_t e0 = c * V;
-                        const int cnt = n - e0 < V ? (int)(n - e0) : V;
-                        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
-                        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>(dyr, e0, cnt, p.vec);
-                        nbwdg__ln_pass2<DT, X>(p, cx, cy, dxr, resr, e0, cnt, xm, xs, mg, mgx, rstd);
+                    for (int k = 0; k < KB; ++k) {
+                        const int64_t c = c0 + (int64_t)k * G, e0 = c * V;
+                        if (c < chunks) {
+                            const int cnt = n - e0 < V ? (int)(n - e0) : V;
+                            float gm[V];
+                            if (!BATCH && X && resr) cr[k] = nbwdg__ldv<DT>(resr, e0, cnt, p.vec);
+                            nbwdg__ln_gamma<DT>(p, e0, cnt, gm);
+                            nbwdg__ln_pass2<DT, X>(p, cx[k], cy[k], gm, cr[k], dxr, resr, e0, cnt, xm, xs, mg, mgx,
+                                                   rstd);
+                        }
                     }
                 }
             }
@@ -1127,6 +1165,18 @@ __global__ void __launch_bounds__(A == 0 ? 256 : K == 0 ? 1024 : 512) nbwdg__ln_
                     for (int j = tid; j < ni; j += blockDim.x) pdg[which * n + j] = nbwdg__smem[j];
                     __syncthreads();
                 }
+            } else if constexpr (A == 2) { /* the same tree over the groups' [2][n] rows */
+                const int w = 2 * (int)n;
+                __syncthreads();
+                for (int s = NG / 2; s > 0; s >>= 1) {
+                    for (int i = tid; i < s * w; i += blockDim.x) {
+                        const int gg = i / w, j = i - gg * w;
+                        nbwdg__smem[gg * w + j] = __fadd_rn(nbwdg__smem[gg * w + j], nbwdg__smem[(gg + s) * w + j]);
+                    }
+                    __syncthreads();
+                }
+                for (int j = tid; j < w; j += blockDim.x) pdg[j] = nbwdg__smem[j];
+                __syncthreads();
             } else if (p.acc_smem) { /* this thread's columns, shared -> global */
                 for (int64_t c = lane; c < chunks; c += G)
                     for (int64_t e = c * V; e < c * V + V && e < n; ++e) { pdg[e] = acc[e]; pdg[n + e] = acc[n + e]; }
@@ -1671,6 +1721,10 @@ static char *nbwdg__ws_base(void *workspace) {
     return (char *)workspace + (NBWDG__ALIGN - (uintptr_t)workspace % NBWDG__ALIGN) % NBWDG__ALIGN;
 }
 
+/* Groups of G <= 32 threads keep their column partials in registers
+   (A = 0) for 16-bit data, in shared memory (A = 2) for f32: f32's batched
+   loads need the registers. */
+template <int DT> struct nbwdg__ln_ga { enum { A = DT == NBWD_F32 ? 2 : 0 }; };
 /* Launch the LayerNorm kernel instance for (DT, K, A); blocks with more
    than 48 KiB of shared memory opt in first. */
 template <int DT, int K, int A, int X>
@@ -1689,9 +1743,9 @@ static cudaError_t nbwdg__ln_launch_x(const nbwdg__ln_k &k, const nbwdg__ln_cfg 
                                       cudaStream_t st) {
     if (c.NG > 1) {
         switch (c.K) {
-        case 1: return nbwdg__ln_go<DT, 1, 0, X>(k, c.block, grid, smem, st);
-        case 2: return nbwdg__ln_go<DT, 2, 0, X>(k, c.block, grid, smem, st);
-        default: return nbwdg__ln_go<DT, 4, 0, X>(k, c.block, grid, smem, st);
+        case 1: return nbwdg__ln_go<DT, 1, nbwdg__ln_ga<DT>::A, X>(k, c.block, grid, smem, st);
+        case 2: return nbwdg__ln_go<DT, 2, nbwdg__ln_ga<DT>::A, X>(k, c.block, grid, smem, st);
+        default: return nbwdg__ln_go<DT, 4, nbwdg__ln_ga<DT>::A, X>(k, c.block, grid, smem, st);
         }
     }
     switch (c.K) {
@@ -1767,7 +1821,7 @@ static nbwd_status nbwdg__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, i
         k.gvec = k.gamma && p.n % c.V == 0 && (uintptr_t)k.gamma % 16 == 0;
         k.bvec = k.beta && p.n % c.V == 0 && (uintptr_t)k.beta % 16 == 0;
         if (c.NG > 1) {
-            smem = (size_t)c.NG * (size_t)p.n * 4;
+            smem = (size_t)c.NG * (size_t)p.n * 4 * (p.dt == NBWD_F32 ? 2 : 1); /* A = 2: both partial rows */
         } else {
             int dev = 0, optin = 48 * 1024;
             smem = 64 * 4;

@@ -1755,6 +1755,45 @@ static void gn_tests(void) {
         }
 }
 
+/* NBWDT_GPU_RACE=1: one small case per kernel family and shared-memory
+   scheme (LayerNorm: groups of 1-32 threads with their tree, one group per
+   block with the partials in shared memory, long rows; RMSNorm with a
+   residual; BatchNorm and GroupNorm reductions in both layouts, the fused
+   ReLU), each with its determinism reruns: small enough for
+   compute-sanitizer's racecheck to reach a verdict in a short lease. */
+static void race_tests(void) {
+    static const int64_t shapes[][3] = {{300, 24, NBWD_F32}, {33, 768, NBWD_F32}, {33, 768, NBWD_BF16},
+                                        {9, 4096, NBWD_BF16}, {3, 40000, NBWD_F32}};
+    for (int si = 0; si < 5; ++si) {
+        LnCase c;
+        memset(&c, 0, sizeof c);
+        c.rank = 2; c.dims[0] = shapes[si][0]; c.dims[1] = shapes[si][1]; c.axis = 1;
+        c.dt = (int)shapes[si][2]; c.sdt = c.pdt = NBWD_F32;
+        c.affine = 1; c.want_dx = c.want_dg = c.want_db = 1;
+        ln_run(c);
+        if (si == 1) {
+            c.rms = 1; c.residual = 1;
+            ln_run(c);
+        }
+    }
+    for (int layout = 0; layout < 2; ++layout) {
+        BnCase b;
+        memset(&b, 0, sizeof b);
+        b.rank = 4; b.dims[0] = 3; b.dims[1] = 24; b.dims[2] = 9; b.dims[3] = 16; b.layout = layout;
+        b.dt = NBWD_BF16; b.sdt = b.pdt = NBWD_F32; b.has_gamma = 1; b.want_dx = b.want_pg = 1;
+        bn_run(b);
+        b.relu = NBWD_FUSE_RELU;
+        bn_run(b);
+        GnCase g;
+        memset(&g, 0, sizeof g);
+        g.rank = 4; g.layout = layout; g.groups = 8; g.dims[0] = 2;
+        if (layout == NBWD_NCX) { g.dims[1] = 32; g.dims[2] = 9; g.dims[3] = 16; }
+        else { g.dims[1] = 9; g.dims[2] = 16; g.dims[3] = 32; }
+        g.dt = NBWD_F32; g.sdt = g.pdt = NBWD_F32; g.affine = 1; g.want_dx = g.want_dg = g.want_db = 1;
+        gn_run(g);
+    }
+}
+
 int main(void) {
     int count = 0;
     nbwd_status s = nbwd_gpu_device_count(&count);
@@ -1776,8 +1815,12 @@ int main(void) {
         nbwdt_status_cases(cpu, dev, NBWD_OK);
         nbwdt_cpu_only_cases(cpu, dev);
         cudaFree(dev);
-        gpu_tests();
-        gn_tests();
+        if (getenv("NBWDT_GPU_RACE")) {
+            race_tests();
+        } else {
+            gpu_tests();
+            gn_tests();
+        }
     }
     free(cpu);
     printf("%d passed, %d failed\n", passed, failed);
