@@ -990,10 +990,29 @@ __device__ __forceinline__ void nbwdg__ln_pass1(const nbwdg__ln_k &p, const nbwd
                 if constexpr (A == 0) {
                     ra[v] = __fmaf_rn(dv, xh, ra[v]);
                     rb[v] = __fadd_rn(rb[v], dv);
-                } else {
+                } else if (!p.vec) {
                     acc[e0 + v] = __fmaf_rn(dv, xh, acc[e0 + v]);
                     acc[p.n + e0 + v] = __fadd_rn(acc[p.n + e0 + v], dv);
                 }
+            }
+        }
+    }
+    if constexpr (A != 0) {
+        /* dense rows (n a multiple of V, so every chunk is whole and every
+           column partial 16-byte aligned): the chunk's partials in 16-byte
+           accesses, the same operations per element */
+        if (p.want_pg && p.vec) {
+            float4 *pa = (float4 *)(acc + e0), *pb = (float4 *)(acc + p.n + e0);
+#pragma unroll
+            for (int i = 0; i < V / 4; ++i) {
+                float4 a = pa[i], b = pb[i];
+                const float d0 = TY::in(cy.e[4 * i]), d1 = TY::in(cy.e[4 * i + 1]);
+                const float d2 = TY::in(cy.e[4 * i + 2]), d3 = TY::in(cy.e[4 * i + 3]);
+                a.x = __fmaf_rn(d0, xhv[4 * i], a.x); a.y = __fmaf_rn(d1, xhv[4 * i + 1], a.y);
+                a.z = __fmaf_rn(d2, xhv[4 * i + 2], a.z); a.w = __fmaf_rn(d3, xhv[4 * i + 3], a.w);
+                b.x = __fadd_rn(b.x, d0); b.y = __fadd_rn(b.y, d1); b.z = __fadd_rn(b.z, d2); b.w = __fadd_rn(b.w, d3);
+                pa[i] = a;
+                pb[i] = b;
             }
         }
     }
