@@ -7,14 +7,13 @@
    STATUS: the kernels compile (nvcc 13, sm_80 and sm_90, warning-free),
    the host-side logic (validation, statuses, workspace sizes, the no-GPU
    path) is tested everywhere, and `make test-gpu` passes on an NVIDIA
-   H100 (every operation, form and option, RMSNorm, the residual, DST_RSTD
-   and BatchNorm's two-phase calls included; also under compute-sanitizer
-   memcheck). Correct, not yet tuned: 16-bit data reaches a fraction of
-   the bandwidth f32 does (README). BatchNorm's fused ReLU (NBWD_FUSE_RELU,
-   NBWD_FUSE_ADD_RELU) has run there too (test_gpu, memcheck); not timed.
-   GroupNorm/InstanceNorm (nbwd_gpu_group_norm_bwd) compiles warning-free
-   and its host-side checks pass, and its device tests pass on a host
-   emulation of the kernels; it has NOT yet run on a GPU.
+   H100 and H200: every operation (GroupNorm/InstanceNorm included), form
+   and option, RMSNorm, the residual, DST_RSTD, BatchNorm's fused ReLU and
+   two-phase calls; also under compute-sanitizer memcheck (the whole suite)
+   and racecheck (a subset covering every kernel's shared-memory scheme).
+   LayerNorm/RMSNorm launch configurations were timed on an H200; 16-bit
+   data still reaches about half the fraction of the copy bandwidth f32
+   does, and BatchNorm/GroupNorm are untuned (README).
 
    ============================================================================
    COMPILING
@@ -311,7 +310,8 @@ static size_t nbwdg__round(size_t b) { return (b + NBWDG__ALIGN - 1) / NBWDG__AL
    the two passes, G <= 512; G <= 32 runs 256 / G groups per block (warp
    shuffles), G >= 64 one group per block. K = 0: long rows, 1024 threads,
    re-read from global memory in the second pass. R rows per block of
-   diff_gamma/diff_beta partials. All of it depends on n, rows and dtypes. */
+   diff_gamma/diff_beta partials. All of it depends on n, rows and dtypes;
+   the choices were timed on an H200 (bench_gpu --sweep, bench/NOTES.md). */
 /* bench_gpu's sweep overrides the choices here (stage 0: G, K, block;
    stage 1: R); no build of the library defines it. */
 #ifndef NBWDG__LN_TUNE

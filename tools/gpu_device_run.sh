@@ -1,7 +1,7 @@
 #!/bin/sh
 # The CUDA checks on a machine with a GPU, in one go: the device tests, the
 # C-linked test, the benchmark, then the tests again under compute-sanitizer
-# (memcheck, then racecheck over the quick subset; SAN_SECONDS each, default 240, 0 skips them)
+# (memcheck, then racecheck over the race subset; SAN_SECONDS each, default 240, 0 skips them)
 # when it exists. Uses the binaries of `make gpu`
 # when they are there (build/gpu, copied from a build machine), else builds
 # them. Logs go to $OUT (default build/gpu/out); each step prints its tail.
@@ -26,6 +26,7 @@ TAIL=40 step bench_gpu 180 build/gpu/bench_gpu
 san=${SAN_SECONDS:-240}
 if [ "$san" -gt 0 ] && command -v compute-sanitizer >/dev/null 2>&1; then
     step memcheck "$san" compute-sanitizer --tool memcheck --error-exitcode 3 build/gpu/test_gpu
-    # racecheck is far slower: every kernel variant once (NBWDT_GPU_QUICK)
-    NBWDT_GPU_QUICK=1 step racecheck "$san" compute-sanitizer --tool racecheck --error-exitcode 3 build/gpu/test_gpu
+    # racecheck is far slower: one small case per kernel family and shared-memory
+    # scheme (NBWDT_GPU_RACE; about 30 s on an H200)
+    NBWDT_GPU_RACE=1 step racecheck "$san" compute-sanitizer --tool racecheck --error-exitcode 3 build/gpu/test_gpu
 fi

@@ -3,7 +3,8 @@
    x, dy and dx, plus stats and params) against the device's measured
    device-to-device cudaMemcpy bandwidth. Each result is checked against
    the CPU path (norm_bwd.h) before timing. Without a GPU it says so and
-   exits 0. Usage: bench_gpu [runs] */
+   exits 0. Usage: bench_gpu [runs] [--only ln|bn|gn] [--nocheck] [--sweep]
+   (see main). */
 #define NORM_BWD_IMPLEMENTATION
 #define NORM_BWD_NO_SIMD
 #define NORM_BWD_GPU_IMPLEMENTATION
