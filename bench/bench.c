@@ -30,7 +30,8 @@
    same bytes counting (12 bytes per element), median of the passes:
      DRAM  3 x 256 MiB, regular and non-temporal stores, per thread count
      L3    3 x 4 MiB (12 MiB) split over the threads, one parallel region
-           per pass (what a library call pays)
+           per pass (what a library call pays); more with many threads, so
+           that each thread's share stays 4x its L2 (at most half the L3)
      L2    3 x 170 KiB (0.5 MiB) likewise
    and, for DRAM, the two halves of that traffic alone: the reads of a and b
    (8 bytes per element) and the non-temporal writes of c (4 bytes), with
@@ -254,6 +255,18 @@ static double measure_stream(float *a, float *b, float *c, size_t n, int T, int 
     return bytes * (double)n / med * 1e-9;
 }
 
+/* The L3 stream's elements per array at T threads: 4 MiB, or enough that
+   each thread's share of the three arrays is 4x its L2 (16 threads with
+   2 MiB L2s would otherwise stream from their L2s), but at most half the
+   L3 and the arrays' size. */
+static size_t l3_elems(const ceilings *cl, int T, size_t base, size_t cap) {
+    double want = (double)T * 4.0 * cl->l2_bytes / 12.0, most = cl->l3_bytes / 24.0;
+    size_t n = base;
+    if (want > most) want = most;
+    if (want > (double)n) n = (size_t)want / 32 * 32;
+    return n < cap ? n : cap;
+}
+
 static void measure_ceilings(ceilings *cl, int quick) {
     size_t n_dram = quick ? ((size_t)128 << 20) / 4 : ((size_t)256 << 20) / 4;
     size_t n_l3 = ((size_t)4 << 20) / 4, n_l2 = (((size_t)512 << 10) / 12) / 32 * 32;
@@ -270,7 +283,7 @@ static void measure_ceilings(ceilings *cl, int quick) {
         cl->rate[CL_DRAM][i][1] = measure_stream(a, b, c, n_dram, T, PASS_ADD_NT, samples, 1);
         cl->dram_read[i] = measure_stream(a, b, c, n_dram, T, PASS_READ, samples, 1);
         cl->dram_write[i] = measure_stream(a, b, c, n_dram, T, PASS_WRITE, samples, 1);
-        cl->rate[CL_L3][i][0] = measure_stream(a, b, c, n_l3, T, PASS_ADD, 31, 8);
+        cl->rate[CL_L3][i][0] = measure_stream(a, b, c, l3_elems(cl, T, n_l3, n_dram), T, PASS_ADD, 31, 8);
         cl->rate[CL_L2][i][0] = measure_stream(a, b, c, n_l2, T, PASS_ADD, 31, 256);
         cl->rate[CL_L3][i][1] = cl->rate[CL_L2][i][1] = 0.0;
     }
@@ -1503,7 +1516,7 @@ int main(int argc, char **argv) {
             double phased = rd > 0 && wr > 0 ? 12.0 / (8.0 / rd + 4.0 / wr) : 0.0;
             printf(" %6.1f (%3.0f %% of NT)", phased, nt > 0 ? 100.0 * phased / nt : 0.0);
         }
-        printf("\n  %-44s", "L3 3 x 4 MiB, split over the threads");
+        printf("\n  %-44s", "L3 3 x 4+ MiB (>= 4 x L2 a thread), split");
         for (j = 0; j < cl.nthr; ++j)
             printf(" %6.1f [%5.1f/%5.1f]", cl.rate[CL_L3][j][0], cl_start.rate[CL_L3][j][0], cl_end.rate[CL_L3][j][0]);
         printf("\n  %-44s", "L2 3 x 170 KiB (0.5 MiB), split");
