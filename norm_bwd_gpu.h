@@ -1070,7 +1070,9 @@ __device__ __forceinline__ void nbwdg__ln_gamma(const nbwdg__ln_k &p, int64_t e0
    partials. See nbwdg__ln_config for the mapping. K > 0: the thread's K
    chunks stay in registers between the passes; K == 0: re-read. A == 0
    (G <= 32, 256 / G groups per block): column partials in registers, then
-   a pairwise tree over the groups in shared memory. A == 1 (one group per
+   a pairwise tree over the groups in shared memory. A == 2 (the same
+   groups, f32): each group's column partials in shared memory, then the
+   same tree, so the same sums in the same order. A == 1 (one group per
    block): column partials in shared memory (p.acc_smem) or directly in the
    block's partial row in global memory; each column is only ever touched
    by its owning thread, in row order. */
