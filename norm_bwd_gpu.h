@@ -1066,6 +1066,23 @@ __device__ __forceinline__ void nbwdg__ln_gamma(const nbwdg__ln_k &p, int64_t e0
     if (p.gamma) nbwdg__ld_param<DT>(gm, p.gamma, p.pdt, e0, cnt, p.gvec, p.gamma_offset);
 }
 
+/* The groups' column partials, NG rows of w floats in shared memory (group
+   g's at g * w), summed by a pairwise tree in a fixed order into out[0..w).
+   The whole block calls it; it holds the barriers before, between and
+   after. */
+__device__ __forceinline__ void nbwdg__group_tree(float *sm, int NG, int w, float *out) {
+    __syncthreads();
+    for (int s = NG / 2; s > 0; s >>= 1) {
+        for (int i = threadIdx.x; i < s * w; i += blockDim.x) {
+            const int gg = i / w, j = i - gg * w;
+            sm[gg * w + j] = __fadd_rn(sm[gg * w + j], sm[(gg + s) * w + j]);
+        }
+        __syncthreads();
+    }
+    for (int j = threadIdx.x; j < w; j += blockDim.x) out[j] = sm[j];
+    __syncthreads();
+}
+
 /* One block of R rows: dx per row and the block's diff_gamma/diff_beta
    partials. See nbwdg__ln_config for the mapping. K > 0: the thread's K
    chunks stay in registers between the passes; K == 0: re-read. A == 0
@@ -1175,29 +1192,10 @@ __global__ void __launch_bounds__(A != 1 ? 256 : K == 0 ? 1024 : 512, A == 2 ? 2
                         for (int v = 0; v < V; ++v)
                             if (c < chunks && e0 + v < ni) nbwdg__smem[grp * ni + e0 + v] = which ? rb[k][v] : ra[k][v];
                     }
-                    __syncthreads();
-                    for (int s = NG / 2; s > 0; s >>= 1) {
-                        for (int i = tid; i < s * ni; i += blockDim.x) {
-                            const int gg = i / ni, j = i - gg * ni;
-                            nbwdg__smem[gg * ni + j] = __fadd_rn(nbwdg__smem[gg * ni + j], nbwdg__smem[(gg + s) * ni + j]);
-                        }
-                        __syncthreads();
-                    }
-                    for (int j = tid; j < ni; j += blockDim.x) pdg[which * n + j] = nbwdg__smem[j];
-                    __syncthreads();
+                    nbwdg__group_tree(nbwdg__smem, NG, ni, pdg + which * n);
                 }
             } else if constexpr (A == 2) { /* the same tree over the groups' [2][n] rows */
-                const int w = 2 * (int)n;
-                __syncthreads();
-                for (int s = NG / 2; s > 0; s >>= 1) {
-                    for (int i = tid; i < s * w; i += blockDim.x) {
-                        const int gg = i / w, j = i - gg * w;
-                        nbwdg__smem[gg * w + j] = __fadd_rn(nbwdg__smem[gg * w + j], nbwdg__smem[(gg + s) * w + j]);
-                    }
-                    __syncthreads();
-                }
-                for (int j = tid; j < w; j += blockDim.x) pdg[j] = nbwdg__smem[j];
-                __syncthreads();
+                nbwdg__group_tree(nbwdg__smem, NG, 2 * (int)n, pdg);
             } else if (p.acc_smem) { /* this thread's columns, shared -> global */
                 for (int64_t c = lane; c < chunks; c += G)
                     for (int64_t e = c * V; e < c * V + V && e < n; ++e) { pdg[e] = acc[e]; pdg[n + e] = acc[n + e]; }
