@@ -292,46 +292,43 @@ static void bench_ln(int64_t rows, int64_t n, int dt, int rms, int res, int swee
     if (ws) cudaFree(ws);
 }
 
-static void bench_bn(int rank, const int64_t *dims, int layout, int dt) {
-    int64_t total = 1;
-    for (int i = 0; i < rank; ++i) total *= dims[i];
-    const int64_t C = layout == NBWD_NXC || rank == 2 ? dims[rank - 1] : dims[1];
+/* A BatchNorm or GroupNorm row: x, dy, statistics of nstats entries and
+   gamma of C, the GPU call (ws_size, gpu) checked against the CPU path
+   (cpu), then timed; label: the row's text before its time, extra_bytes:
+   what it counts beside x, dy and dx. */
+template <class Desc, class Args, class WsFn, class GpuFn, class CpuFn>
+static void bench_sets(const Desc &d, int dt, int64_t total, int64_t C, int64_t nstats, double extra_bytes,
+                       WsFn ws_size, GpuFn gpu, CpuFn cpu, const char *label) {
     std::vector<unsigned char> x, dy, mean, var, gamma;
-    nbwd_batch_norm_bwd_desc d;
-    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, (nbwd_layout)layout, 1e-5f);
-    d.data_dtype = (nbwd_dtype)dt;
-    nbwd_batch_norm_bwd_args a;
+    Args a;
     memset(&a, 0, sizeof a);
     void *dx, *dg, *db, *ws = nullptr;
     a.src = make(x, dt, total, -2, 2); a.diff_dst = make(dy, dt, total, -1, 1);
-    a.mean = make(mean, NBWD_F32, C, -0.5f, 0.5f); a.variance = make(var, NBWD_F32, C, 0.3f, 2.0f);
+    a.mean = make(mean, NBWD_F32, nstats, -0.5f, 0.5f); a.variance = make(var, NBWD_F32, nstats, 0.3f, 2.0f);
     a.gamma = make(gamma, NBWD_F32, C, 0.5f, 1.5f);
     const size_t data_bytes = (size_t)total * esz(dt);
     CK(cudaMalloc(&dx, data_bytes)); CK(cudaMalloc(&dg, (size_t)C * 4)); CK(cudaMalloc(&db, (size_t)C * 4));
     a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db;
     size_t need = 0;
-    nbwd_gpu_batch_norm_bwd_workspace_size(&d, &need);
+    ws_size(&d, &need);
     if (need) CK(cudaMalloc(&ws, need));
-    nbwd_status s = nbwd_gpu_batch_norm_bwd(&d, &a, ws, need, nullptr);
+    nbwd_status s = gpu(&d, &a, ws, need, nullptr);
     CK(cudaDeviceSynchronize());
     Check ck;
     if (!nocheck) {
         std::vector<unsigned char> cdx(data_bytes), cdg((size_t)C * 4), cdb((size_t)C * 4);
-        nbwd_batch_norm_bwd_args ca = a;
+        Args ca = a;
         ca.src = x.data(); ca.diff_dst = dy.data(); ca.mean = mean.data(); ca.variance = var.data(); ca.gamma = gamma.data();
         ca.diff_src = cdx.data(); ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data();
-        nbwd_batch_norm_bwd(&d, &ca, nullptr, 0);
+        cpu(&d, &ca, nullptr, 0);
         ck = check_outputs(s, dt, NBWD_F32, dx, cdx, total, dg, cdg, db, cdb, C);
     } else if (s != NBWD_OK) {
         ck.ok = "FAILED";
     }
-    float ms = median_ms([&] { nbwd_gpu_batch_norm_bwd(&d, &a, ws, need, nullptr); });
-    double bytes = 3.0 * (double)data_bytes + 7.0 * C * 4;
-    char shape[64];
-    if (rank == 4) snprintf(shape, sizeof shape, "%lldx%lldx%lldx%lld", (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3]);
-    else snprintf(shape, sizeof shape, "%lldx%lld", (long long)dims[0], (long long)dims[1]);
-    printf("BatchNorm %s %-15s %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy", layout == NBWD_NCX ? "NCX" : "NXC", shape,
-           dt == NBWD_F32 ? "f32" : "bf16", ms, bytes / ms / 1e6, 100.0 * bytes / ms / 1e6 / copy_gbs);
+    float ms = median_ms([&] { gpu(&d, &a, ws, need, nullptr); });
+    double bytes = 3.0 * (double)data_bytes + extra_bytes;
+    printf("%s %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy", label, dt == NBWD_F32 ? "f32" : "bf16", ms,
+           bytes / ms / 1e6, 100.0 * bytes / ms / 1e6 / copy_gbs);
     print_check(ck);
     printf("\n");
     cudaFree((void *)a.src); cudaFree((void *)a.diff_dst); cudaFree((void *)a.mean); cudaFree((void *)a.variance);
@@ -339,53 +336,38 @@ static void bench_bn(int rank, const int64_t *dims, int layout, int dt) {
     if (ws) cudaFree(ws);
 }
 
+static void bench_bn(int rank, const int64_t *dims, int layout, int dt) {
+    int64_t total = 1;
+    for (int i = 0; i < rank; ++i) total *= dims[i];
+    const int64_t C = layout == NBWD_NXC || rank == 2 ? dims[rank - 1] : dims[1];
+    nbwd_batch_norm_bwd_desc d;
+    nbwd_batch_norm_bwd_desc_init(&d, rank, dims, (nbwd_layout)layout, 1e-5f);
+    d.data_dtype = (nbwd_dtype)dt;
+    char shape[64], label[96];
+    if (rank == 4) snprintf(shape, sizeof shape, "%lldx%lldx%lldx%lld", (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3]);
+    else snprintf(shape, sizeof shape, "%lldx%lld", (long long)dims[0], (long long)dims[1]);
+    snprintf(label, sizeof label, "BatchNorm %s %-15s", layout == NBWD_NCX ? "NCX" : "NXC", shape);
+    bench_sets<nbwd_batch_norm_bwd_desc, nbwd_batch_norm_bwd_args>(d, dt, total, C, C, 7.0 * C * 4,
+                                                                 nbwd_gpu_batch_norm_bwd_workspace_size,
+                                                                 nbwd_gpu_batch_norm_bwd, nbwd_batch_norm_bwd, label);
+}
+
 /* GroupNorm (MEAN_VARIANCE form, every output), checked against the CPU path */
 static void bench_gn(int rank, const int64_t *dims, int layout, int64_t groups, int dt) {
     int64_t total = 1;
     for (int i = 0; i < rank; ++i) total *= dims[i];
     const int64_t N = dims[0], C = layout == NBWD_NXC ? dims[rank - 1] : dims[1];
-    std::vector<unsigned char> x, dy, mean, var, gamma;
     nbwd_group_norm_bwd_desc d;
     nbwd_group_norm_bwd_desc_init(&d, rank, dims, (nbwd_layout)layout, groups, 1e-5f);
     d.data_dtype = (nbwd_dtype)dt;
-    nbwd_group_norm_bwd_args a;
-    memset(&a, 0, sizeof a);
-    void *dx, *dg, *db, *ws = nullptr;
-    a.src = make(x, dt, total, -2, 2); a.diff_dst = make(dy, dt, total, -1, 1);
-    a.mean = make(mean, NBWD_F32, N * groups, -0.5f, 0.5f); a.variance = make(var, NBWD_F32, N * groups, 0.3f, 2.0f);
-    a.gamma = make(gamma, NBWD_F32, C, 0.5f, 1.5f);
-    const size_t data_bytes = (size_t)total * esz(dt);
-    CK(cudaMalloc(&dx, data_bytes)); CK(cudaMalloc(&dg, (size_t)C * 4)); CK(cudaMalloc(&db, (size_t)C * 4));
-    a.diff_src = dx; a.diff_gamma = dg; a.diff_beta = db;
-    size_t need = 0;
-    nbwd_gpu_group_norm_bwd_workspace_size(&d, &need);
-    if (need) CK(cudaMalloc(&ws, need));
-    nbwd_status s = nbwd_gpu_group_norm_bwd(&d, &a, ws, need, nullptr);
-    CK(cudaDeviceSynchronize());
-    Check ck;
-    if (!nocheck) {
-        std::vector<unsigned char> cdx(data_bytes), cdg((size_t)C * 4), cdb((size_t)C * 4);
-        nbwd_group_norm_bwd_args ca = a;
-        ca.src = x.data(); ca.diff_dst = dy.data(); ca.mean = mean.data(); ca.variance = var.data(); ca.gamma = gamma.data();
-        ca.diff_src = cdx.data(); ca.diff_gamma = cdg.data(); ca.diff_beta = cdb.data();
-        nbwd_group_norm_bwd(&d, &ca, nullptr, 0);
-        ck = check_outputs(s, dt, NBWD_F32, dx, cdx, total, dg, cdg, db, cdb, C);
-    } else if (s != NBWD_OK) {
-        ck.ok = "FAILED";
-    }
-    float ms = median_ms([&] { nbwd_gpu_group_norm_bwd(&d, &a, ws, need, nullptr); });
-    double bytes = 3.0 * (double)data_bytes + 2.0 * N * groups * 4 + 3.0 * C * 4;
-    char shape[64];
+    char shape[64], label[96];
     snprintf(shape, sizeof shape, "%lldx%lldx%lldx%lld", (long long)dims[0], (long long)dims[1], (long long)dims[2],
              (long long)dims[3]);
-    printf("GroupNorm %s %-15s g%-3lld %-4s %9.3f ms %8.1f GB/s %5.1f %% of copy", layout == NBWD_NCX ? "NCX" : "NXC",
-           shape, (long long)groups, dt == NBWD_F32 ? "f32" : "bf16", ms, bytes / ms / 1e6,
-           100.0 * bytes / ms / 1e6 / copy_gbs);
-    print_check(ck);
-    printf("\n");
-    cudaFree((void *)a.src); cudaFree((void *)a.diff_dst); cudaFree((void *)a.mean); cudaFree((void *)a.variance);
-    cudaFree((void *)a.gamma); cudaFree(dx); cudaFree(dg); cudaFree(db);
-    if (ws) cudaFree(ws);
+    snprintf(label, sizeof label, "GroupNorm %s %-15s g%-3lld", layout == NBWD_NCX ? "NCX" : "NXC", shape,
+             (long long)groups);
+    bench_sets<nbwd_group_norm_bwd_desc, nbwd_group_norm_bwd_args>(
+        d, dt, total, C, N * groups, 2.0 * N * groups * 4 + 3.0 * C * 4, nbwd_gpu_group_norm_bwd_workspace_size,
+        nbwd_gpu_group_norm_bwd, nbwd_group_norm_bwd, label);
 }
 
 /* Usage: bench_gpu [runs] [--only ln|bn|gn] [--nocheck] [--sweep]
