@@ -69,14 +69,18 @@
    (mean(g * xhat) = rstd * (mean(g d) - mean(d) mean(g))), the mean and
    rstd = 1/sqrt(variance + epsilon) rounded to f32 as the MEAN_VARIANCE
    form takes them; then dx as in the other forms, the row still in the
-   cache. Where the shift lies more than a standard deviation from the
+   cache. With diff_src a row's pass runs in the loop that writes the
+   previous row's dx, so that its loads from memory overlap that row's
+   arithmetic, as in the saved forms' loops. Where the shift lies more than a standard deviation from the
    mean (an outlier in the first vector), the row is summed again around
    its mean, so that the variance's cancellation costs at most a factor of
    2 on the rounding of its sums. Speed, against the saved-statistics call
-   with the same outputs (bench/NOTES.md): f32 0.77-1.16x of it (near 1 in
-   cache and for long rows, LayerNorm rows of 768 out of cache the
-   slowest), 16-bit rows out of cache 0.58-0.96x; diff_gamma and diff_beta
-   add a pass over the row, from the cache. GroupNorm: a pass
+   with the same outputs (bench/NOTES.md): f32 0.91-1.05x of it (calls
+   under 0.1 ms split over threads down to 0.67x), 16-bit rows out of
+   cache 0.61-0.94x (LayerNorm rows of 768 the slowest: the saved forms
+   keep such 16-bit rows' g and xhat in f32, this form converts x and dy
+   again); diff_gamma and diff_beta add a pass over the row, from the
+   cache (with them about 1.1-1.4x the saved call's time). GroupNorm: a pass
    over x before the backward (mean and variance by the corrected two-pass
    algorithm per NCX plane, or per NXC column around a pivot, in f32
    chains of at most 8 additions added in double; a set's channels
@@ -533,9 +537,10 @@
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
    about 8.0 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
-   about twice the time; clang 14: 5.1-7.3 s, 150 MB), and about 1.5 s at
-   -O0 (helpers are forced inline only when optimizing, so a debug build
-   calls them); other files pay for the declarations alone. Each
+   about twice the time; clang 14: 7.8-9.0 s in recent runs, its timing
+   the least steady, 150 MB), and about 1.5 s at -O0 (helpers are forced
+   inline only when optimizing, so a debug build calls them); other files
+   pay for the declarations alone. Each
    NORM_BWD_NO_* switch takes its path's share off: at -O2 with gcc, avx512
    (and with it avx512_bf16, which runs its kernels) about 2.3 s, avx2 (and
    both AVX-512 paths) 4.0 s, sse 2.0 s, avx512_bf16 alone 0.7 s (the
@@ -1710,13 +1715,21 @@ NBWD__KFN int NBWD__K(nbwd__ln_try_sweep)(const nbwd__rows *r, int dt, nbwd__col
     return 0;
 }
 
+/* One row's column partials alone, out of line: the passes that need
+   nothing else (rows without dx, NBWD_STATS_NONE's diff_gamma pass) share
+   one copy per path; in line they cost a copy per format and caller in
+   compile time (bench/NOTES.md). */
+NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__row_partials)(const void *x, const void *dy, int dt, int64_t n,
+                                                            float xm, float xs, nbwd__cols cols) {
+    float discard[2];
+    NBWD__K(nbwd__reduce_row)(x, dy, dt, n, xm, xs, cols, 1, discard, NULL, 0);
+}
 /* A batch of LayerNorm rows without dx: the column partials alone. */
 NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__cols cols) {
     int64_t i, esz = (int64_t)nbwd__esize(dt);
-    float sums[2];
     for (i = 0; i < r->count; ++i)
-        NBWD__K(nbwd__reduce_row)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, r->n, r->xm[i], r->xs[i],
-                                  cols, 1, sums, NULL, 0);
+        NBWD__K(nbwd__row_partials)(r->x + r->x_off[i] * esz, r->dy + r->dy_off[i] * esz, dt, r->n, r->xm[i],
+                                    r->xs[i], cols);
 }
 
 /* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: one pass over a row finds
@@ -1730,9 +1743,12 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__co
    bench/NOTES.md), the partial last vector in double,
    element by element (its missing lanes are no zeros of d). prefetch: the
    row streams in from memory (16-bit rows measured faster with it, f32 rows
-   slower, as in the other forms' loops). */
-NBWD__KFN void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt, int64_t n, float shift,
-                                          const float *gamma, int prefetch, double *out) {
+   slower, as in the other forms' loops). Out of line: it runs for a batch's
+   first row and the rows summed again (nbwd__fused_moments_rows sums the
+   others in the same order). */
+NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt, int64_t n,
+                                                           float shift, const float *gamma, int prefetch,
+                                                           double *out) {
     const int64_t full = n - n % NBWD__VW;
     const NBWD__V vs = NBWD__V_SET1(shift);
     int64_t i = 0, end;
@@ -2111,10 +2127,87 @@ NBWD__KFN void NBWD__KF(nbwd__fused_rows)(const void *xa, const void *dya, void 
     NBWD__K(nbwd__sums_out)(&s, sums_b);
 }
 
+/* NBWD_STATS_NONE: row b's moments (nbwd__moments_row's sums, in its order,
+   into out) in the loop that writes dx of row a, whose coefficients are
+   known: row b streams in from memory while row a comes from the cache, as
+   in nbwd__fused_rows. */
+NBWD__KFN void NBWD__KF(nbwd__fused_moments_rows)(const void *xa, const void *dya, void *dxa,
+                                                  const NBWD__K(nbwd__coef) *ca, const void *xb, const void *dyb,
+                                                  float shift, double *out, int dt, int64_t n, nbwd__cols cols,
+                                                  int stream) {
+    const int64_t full = n - n % NBWD__VW;
+    const NBWD__V vs = NBWD__V_SET1(shift);
+    const int prefetch = dt != NBWD_F32 || (NBWD__VW < 16 && (n >= 1024 || stream)); /* (as fused_rows) */
+    int64_t i = 0, end, nt_begin = 0, nt_end = 0;
+    if (stream && NBWD__HAS_STREAM) nbwd__whole_lines(dxa, (int64_t)nbwd__esize(dt), n, &nt_begin, &nt_end);
+    if (nt_begin != 0) nt_end = 0;
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (; i < full; i = end) {
+        NBWD__V d0, d1, g0, g1, sd0 = NBWD__V_ZERO(), sd1 = NBWD__V_ZERO(), sq0 = NBWD__V_ZERO();
+        NBWD__V sq1 = NBWD__V_ZERO(), sg0 = NBWD__V_ZERO(), sg1 = NBWD__V_ZERO(), sgd0 = NBWD__V_ZERO();
+        NBWD__V sgd1 = NBWD__V_ZERO();
+        end = full - i > NBWD__STATS_BLOCK * NBWD__VW ? i + NBWD__STATS_BLOCK * NBWD__VW : full;
+        for (; i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) {
+            const NBWD__V gam0 = NBWD__V_LOAD(cols.gamma + i), gam1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW);
+            NBWD__V dx0, dx1;
+            if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
+            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs);
+            d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i + NBWD__VW, NBWD__VW, dt), vs);
+            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0);
+            g1 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i + NBWD__VW, NBWD__VW, dt), gam1);
+            dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, gam0, NULL);
+            dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, gam1, NULL);
+            sd0 = NBWD__V_ADD(sd0, d0);
+            sq0 = NBWD__V_FMA(d0, d0, sq0);
+            sg0 = NBWD__V_ADD(sg0, g0);
+            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            sd1 = NBWD__V_ADD(sd1, d1);
+            sq1 = NBWD__V_FMA(d1, d1, sq1);
+            sg1 = NBWD__V_ADD(sg1, g1);
+            sgd1 = NBWD__V_FMA(g1, d1, sgd1);
+            NBWD__KF(nbwd__store_pair)(dxa, i, dt, dx0, dx1, i + 2 * NBWD__VW <= nt_end);
+        }
+        if (i < end) { /* an odd last whole vector: the first chain */
+            const NBWD__V gam0 = NBWD__V_LOAD(cols.gamma + i);
+            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs);
+            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0);
+            sd0 = NBWD__V_ADD(sd0, d0);
+            sq0 = NBWD__V_FMA(d0, d0, sq0);
+            sg0 = NBWD__V_ADD(sg0, g0);
+            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, gam0,
+                                                                                  NULL),
+                                       i + NBWD__VW <= nt_end);
+            i += NBWD__VW;
+        }
+        out[0] += (double)NBWD__V_HSUM(NBWD__V_ADD(sd0, sd1));
+        out[1] += (double)NBWD__V_HSUM(NBWD__V_ADD(sq0, sq1));
+        out[2] += (double)NBWD__V_HSUM(NBWD__V_ADD(sg0, sg1));
+        out[3] += (double)NBWD__V_HSUM(NBWD__V_ADD(sgd0, sgd1));
+    }
+    if (i < n) { /* row a's last, partial vector */
+        const int lanes = (int)(n - i);
+        NBWD__KF(nbwd__store_data)(dxa, i, lanes, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, lanes, ca, 1,
+                                                                           NBWD__K(nbwd__load)(cols.gamma + i, lanes),
+                                                                           NULL), 0);
+    }
+    for (; i < n; ++i) {
+        const double d = (double)nbwd__load(xb, i, dt) - (double)shift;
+        const double g = (double)(float)(nbwd__load(dyb, i, dt) * cols.gamma[i]);
+        out[0] += d;
+        out[1] += d * d;
+        out[2] += g;
+        out[3] += g * d;
+    }
+}
+
 /* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: per row one pass finds the
-   statistics and dx's sums (nbwd__moments_row), then dx is written as in
-   the other forms (the column partials first, in the x form's own pass:
-   dx may overwrite x or dy). The shift (LayerNorm) is the mean of the
+   statistics and dx's sums, with dx in the loop that writes the previous
+   row's dx (nbwd__fused_moments_rows: the loads of a row from memory
+   overlap the arithmetic of the one before, as in the other forms; the
+   last row's dx in that loop with itself as the next row), without in
+   nbwd__moments_row. The column partials come first, in the x form's own
+   pass: dx may overwrite x or dy. The shift (LayerNorm) is the mean of the
    row's first vector: var = mean(d^2) - mean(d)^2 loses (1 + mean(d)^2 /
    var) times the rounding of its sums, about 1 + 1 / VW; where the shift
    lies more than a standard deviation from the mean the row is summed
@@ -2126,31 +2219,39 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
     const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
     const double inv_n = 1.0 / (double)n;
     const int prefetch = dt != NBWD_F32 && r->stream; /* (stream: the call is out of cache) */
+    const int lanes = n < NBWD__VW ? (int)n : NBWD__VW;
     int64_t i;
-    float discard[2];
-    for (i = 0; i < r->count; ++i) {
-        const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
-        const int lanes = n < NBWD__VW ? (int)n : NBWD__VW;
-        float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes, xm, rs;
-        double m[4], dm, var;
-        NBWD__K(nbwd__coef) c;
-        NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
-        dm = r->rms ? 0.0 : m[0] * inv_n;
-        var = m[1] * inv_n - dm * dm;
-        if (dm * dm > var) { /* (never with rms: dm = 0) */
-            shift = (float)((double)shift + dm);
-            NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, 0, m); /* (the row is in cache now) */
-            dm = m[0] * inv_n;
+    float xm = 0.0f, rs = 0.0f;
+    NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+    for (i = 0; i <= r->count; ++i) { /* row i's statistics, then row i - 1's dx */
+        const char *xa = i ? r->x + r->x_off[i - 1] * esz : NULL, *dya = i ? r->dy + r->dy_off[i - 1] * esz : NULL;
+        char *dxa = i && r->dx ? r->dx + r->dx_off[i - 1] * esz : NULL;
+        if (i > 0 && cols.dg) NBWD__K(nbwd__row_partials)(xa, dya, dt, n, xm, rs, cols);
+        if (i < r->count) {
+            const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+            float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes;
+            double m[4], dm, var;
+            if (dxa)
+                NBWD__KF(nbwd__fused_moments_rows)(xa, dya, dxa, &c, x, dy, shift, m, dt, n, cols, r->stream);
+            else
+                NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
+            dm = r->rms ? 0.0 : m[0] * inv_n;
             var = m[1] * inv_n - dm * dm;
+            if (dm * dm > var) { /* (never with rms: dm = 0) */
+                shift = (float)((double)shift + dm);
+                NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, 0, m); /* (the row is in cache now) */
+                dm = m[0] * inv_n;
+                var = m[1] * inv_n - dm * dm;
+            }
+            if (var < 0.0) var = 0.0; /* (rounding, in a constant row) */
+            xm = (float)((double)shift + dm);
+            rs = (float)(1.0 / sqrt((double)(float)var + (double)r->eps));
+            c = NBWD__K(nbwd__coef_of)(xm, rs, r->rms ? 0.0f : (float)(m[2] * inv_n),
+                                       (float)((double)rs * (m[3] * inv_n - dm * (m[2] * inv_n))), rs);
+        } else if (dxa) {
+            double m[4]; /* (row a again as row b: its moments unused; one kernel less to compile) */
+            NBWD__KF(nbwd__fused_moments_rows)(xa, dya, dxa, &c, xa, dya, 0.0f, m, dt, n, cols, r->stream);
         }
-        if (var < 0.0) var = 0.0; /* (rounding, in a constant row) */
-        xm = (float)((double)shift + dm);
-        rs = (float)(1.0 / sqrt((double)(float)var + (double)r->eps));
-        c = NBWD__K(nbwd__coef_of)(xm, rs, r->rms ? 0.0f : (float)(m[2] * inv_n),
-                                   (float)((double)rs * (m[3] * inv_n - dm * (m[2] * inv_n))), rs);
-        if (cols.dg) NBWD__K(nbwd__reduce_row)(x, dy, dt, n, xm, rs, cols, 1, discard, NULL, 0);
-        if (r->dx)
-            NBWD__KF(nbwd__apply_row)(x, dy, r->dx + r->dx_off[i] * esz, dt, n, &c, cols, 1, NULL, r->stream, NULL, 0);
     }
     if (r->stream && r->dx) NBWD__V_FENCE();
 }
