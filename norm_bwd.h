@@ -1732,6 +1732,34 @@ NBWD__KFN void NBWD__K(nbwd__ln_rows_sums)(const nbwd__rows *r, int dt, nbwd__co
                                     r->xs[i], cols);
 }
 
+/* NBWD_STATS_NONE's row sums (see nbwd__moments_row): a vector's d = x -
+   shift and g into one chain's four sums; a block's two chains added into
+   out in double; the elements past the last whole vector, one by one in
+   double. */
+NBWD__KFN void NBWD__K(nbwd__moments_add)(NBWD__V d, NBWD__V g, NBWD__V *sd, NBWD__V *sq, NBWD__V *sg, NBWD__V *sgd) {
+    *sd = NBWD__V_ADD(*sd, d);
+    *sq = NBWD__V_FMA(d, d, *sq);
+    *sg = NBWD__V_ADD(*sg, g);
+    *sgd = NBWD__V_FMA(g, d, *sgd);
+}
+NBWD__KFN void NBWD__K(nbwd__moments_flush)(const NBWD__V *chain0, const NBWD__V *chain1, double *out) {
+    out[0] += (double)NBWD__V_HSUM(NBWD__V_ADD(chain0[0], chain1[0]));
+    out[1] += (double)NBWD__V_HSUM(NBWD__V_ADD(chain0[1], chain1[1]));
+    out[2] += (double)NBWD__V_HSUM(NBWD__V_ADD(chain0[2], chain1[2]));
+    out[3] += (double)NBWD__V_HSUM(NBWD__V_ADD(chain0[3], chain1[3]));
+}
+NBWD__KFN void NBWD__K(nbwd__moments_tail)(const void *x, const void *dy, int dt, int64_t i, int64_t n, float shift,
+                                           const float *gamma, double *out) {
+    for (; i < n; ++i) {
+        const double d = (double)nbwd__load(x, i, dt) - (double)shift;
+        const double g = (double)(float)(nbwd__load(dy, i, dt) * gamma[i]);
+        out[0] += d;
+        out[1] += d * d;
+        out[2] += g;
+        out[3] += g * d;
+    }
+}
+
 /* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: one pass over a row finds
    its statistics and dx's two sums together. With d = x - shift (a value
    near the mean that keeps the sums of d small; 0 for RMSNorm) and g = dy *
@@ -1754,47 +1782,31 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__moments_row)(const void *x, cons
     int64_t i = 0, end;
     out[0] = out[1] = out[2] = out[3] = 0.0;
     for (; i < full; i = end) {
-        NBWD__V d0, d1, g0, g1, sd0 = NBWD__V_ZERO(), sd1 = NBWD__V_ZERO(), sq0 = NBWD__V_ZERO();
-        NBWD__V sq1 = NBWD__V_ZERO(), sg0 = NBWD__V_ZERO(), sg1 = NBWD__V_ZERO(), sgd0 = NBWD__V_ZERO();
-        NBWD__V sgd1 = NBWD__V_ZERO();
+        /* the two chains' sums of d, d^2, g, g d */
+        NBWD__V c0[4] = {NBWD__V_ZERO(), NBWD__V_ZERO(), NBWD__V_ZERO(), NBWD__V_ZERO()}, c1[4];
+        c1[0] = c1[1] = c1[2] = c1[3] = c0[0];
         end = full - i > NBWD__STATS_BLOCK * NBWD__VW ? i + NBWD__STATS_BLOCK * NBWD__VW : full;
         for (; i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) {
             if (prefetch) NBWD__K(nbwd__prefetch_ahead)(x, dy, dt, i);
-            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs);
-            d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i + NBWD__VW, NBWD__VW, dt), vs);
-            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt), NBWD__V_LOAD(gamma + i));
-            g1 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i + NBWD__VW, NBWD__VW, dt), NBWD__V_LOAD(gamma + i + NBWD__VW));
-            sd0 = NBWD__V_ADD(sd0, d0);
-            sq0 = NBWD__V_FMA(d0, d0, sq0);
-            sg0 = NBWD__V_ADD(sg0, g0);
-            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
-            sd1 = NBWD__V_ADD(sd1, d1);
-            sq1 = NBWD__V_FMA(d1, d1, sq1);
-            sg1 = NBWD__V_ADD(sg1, g1);
-            sgd1 = NBWD__V_FMA(g1, d1, sgd1);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt),
+                                                   NBWD__V_LOAD(gamma + i)),
+                                       &c0[0], &c0[1], &c0[2], &c0[3]);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i + NBWD__VW, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i + NBWD__VW, NBWD__VW, dt),
+                                                   NBWD__V_LOAD(gamma + i + NBWD__VW)),
+                                       &c1[0], &c1[1], &c1[2], &c1[3]);
         }
         if (i < end) { /* an odd last whole vector: the first chain */
-            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs);
-            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt), NBWD__V_LOAD(gamma + i));
-            sd0 = NBWD__V_ADD(sd0, d0);
-            sq0 = NBWD__V_FMA(d0, d0, sq0);
-            sg0 = NBWD__V_ADD(sg0, g0);
-            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(x, i, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dy, i, NBWD__VW, dt),
+                                                   NBWD__V_LOAD(gamma + i)),
+                                       &c0[0], &c0[1], &c0[2], &c0[3]);
             i += NBWD__VW;
         }
-        out[0] += (double)NBWD__V_HSUM(NBWD__V_ADD(sd0, sd1));
-        out[1] += (double)NBWD__V_HSUM(NBWD__V_ADD(sq0, sq1));
-        out[2] += (double)NBWD__V_HSUM(NBWD__V_ADD(sg0, sg1));
-        out[3] += (double)NBWD__V_HSUM(NBWD__V_ADD(sgd0, sgd1));
+        NBWD__K(nbwd__moments_flush)(c0, c1, out);
     }
-    for (; i < n; ++i) {
-        const double d = (double)nbwd__load(x, i, dt) - (double)shift;
-        const double g = (double)(float)(nbwd__load(dy, i, dt) * gamma[i]);
-        out[0] += d;
-        out[1] += d * d;
-        out[2] += g;
-        out[3] += g * d;
-    }
+    NBWD__K(nbwd__moments_tail)(x, dy, dt, i, n, shift, gamma, out);
 }
 
 /* NBWD_STATS_NONE of GroupNorm NCX: each plane's mean and variance from x
@@ -2143,47 +2155,34 @@ NBWD__KFN void NBWD__KF(nbwd__fused_moments_rows)(const void *xa, const void *dy
     if (nt_begin != 0) nt_end = 0;
     out[0] = out[1] = out[2] = out[3] = 0.0;
     for (; i < full; i = end) {
-        NBWD__V d0, d1, g0, g1, sd0 = NBWD__V_ZERO(), sd1 = NBWD__V_ZERO(), sq0 = NBWD__V_ZERO();
-        NBWD__V sq1 = NBWD__V_ZERO(), sg0 = NBWD__V_ZERO(), sg1 = NBWD__V_ZERO(), sgd0 = NBWD__V_ZERO();
-        NBWD__V sgd1 = NBWD__V_ZERO();
+        NBWD__V c0[4] = {NBWD__V_ZERO(), NBWD__V_ZERO(), NBWD__V_ZERO(), NBWD__V_ZERO()}, c1[4];
+        c1[0] = c1[1] = c1[2] = c1[3] = c0[0]; /* (as in nbwd__moments_row) */
         end = full - i > NBWD__STATS_BLOCK * NBWD__VW ? i + NBWD__STATS_BLOCK * NBWD__VW : full;
         for (; i + 2 * NBWD__VW <= end; i += 2 * NBWD__VW) {
             const NBWD__V gam0 = NBWD__V_LOAD(cols.gamma + i), gam1 = NBWD__V_LOAD(cols.gamma + i + NBWD__VW);
             NBWD__V dx0, dx1;
             if (prefetch) NBWD__K(nbwd__prefetch_ahead)(xb, dyb, dt, i);
-            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs);
-            d1 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i + NBWD__VW, NBWD__VW, dt), vs);
-            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0);
-            g1 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i + NBWD__VW, NBWD__VW, dt), gam1);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0), &c0[0],
+                                       &c0[1], &c0[2], &c0[3]);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i + NBWD__VW, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i + NBWD__VW, NBWD__VW, dt), gam1),
+                                       &c1[0], &c1[1], &c1[2], &c1[3]);
             dx0 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, gam0, NULL);
             dx1 = NBWD__K(nbwd__dx_at)(xa, dya, dt, i + NBWD__VW, NBWD__VW, ca, 1, gam1, NULL);
-            sd0 = NBWD__V_ADD(sd0, d0);
-            sq0 = NBWD__V_FMA(d0, d0, sq0);
-            sg0 = NBWD__V_ADD(sg0, g0);
-            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
-            sd1 = NBWD__V_ADD(sd1, d1);
-            sq1 = NBWD__V_FMA(d1, d1, sq1);
-            sg1 = NBWD__V_ADD(sg1, g1);
-            sgd1 = NBWD__V_FMA(g1, d1, sgd1);
             NBWD__KF(nbwd__store_pair)(dxa, i, dt, dx0, dx1, i + 2 * NBWD__VW <= nt_end);
         }
         if (i < end) { /* an odd last whole vector: the first chain */
             const NBWD__V gam0 = NBWD__V_LOAD(cols.gamma + i);
-            d0 = NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs);
-            g0 = NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0);
-            sd0 = NBWD__V_ADD(sd0, d0);
-            sq0 = NBWD__V_FMA(d0, d0, sq0);
-            sg0 = NBWD__V_ADD(sg0, g0);
-            sgd0 = NBWD__V_FMA(g0, d0, sgd0);
+            NBWD__K(nbwd__moments_add)(NBWD__V_SUB(NBWD__K(nbwd__load_data)(xb, i, NBWD__VW, dt), vs),
+                                       NBWD__V_MUL(NBWD__K(nbwd__load_data)(dyb, i, NBWD__VW, dt), gam0), &c0[0],
+                                       &c0[1], &c0[2], &c0[3]);
             NBWD__KF(nbwd__store_data)(dxa, i, NBWD__VW, dt, NBWD__K(nbwd__dx_at)(xa, dya, dt, i, NBWD__VW, ca, 1, gam0,
                                                                                   NULL),
                                        i + NBWD__VW <= nt_end);
             i += NBWD__VW;
         }
-        out[0] += (double)NBWD__V_HSUM(NBWD__V_ADD(sd0, sd1));
-        out[1] += (double)NBWD__V_HSUM(NBWD__V_ADD(sq0, sq1));
-        out[2] += (double)NBWD__V_HSUM(NBWD__V_ADD(sg0, sg1));
-        out[3] += (double)NBWD__V_HSUM(NBWD__V_ADD(sgd0, sgd1));
+        NBWD__K(nbwd__moments_flush)(c0, c1, out);
     }
     if (i < n) { /* row a's last, partial vector */
         const int lanes = (int)(n - i);
@@ -2191,14 +2190,7 @@ NBWD__KFN void NBWD__KF(nbwd__fused_moments_rows)(const void *xa, const void *dy
                                                                            NBWD__K(nbwd__load)(cols.gamma + i, lanes),
                                                                            NULL), 0);
     }
-    for (; i < n; ++i) {
-        const double d = (double)nbwd__load(xb, i, dt) - (double)shift;
-        const double g = (double)(float)(nbwd__load(dyb, i, dt) * cols.gamma[i]);
-        out[0] += d;
-        out[1] += d * d;
-        out[2] += g;
-        out[3] += g * d;
-    }
+    NBWD__K(nbwd__moments_tail)(xb, dyb, dt, i, n, shift, cols.gamma, out);
 }
 
 /* NBWD_STATS_NONE's LayerNorm and RMSNorm rows: per row one pass finds the
