@@ -477,7 +477,9 @@
                                 (the kernels are instantiated by re-including it)
      NORM_BWD_STREAM_BYTES      diff_src of at least this many bytes is written
                                 with non-temporal stores (default 8 MiB; not
-                                BatchNorm NCX planes under 1 KiB)
+                                BatchNorm NCX planes under 1 KiB, nor NXC
+                                rows over NBWD_FUSE_RELU's masked diff_dst
+                                staged in diff_src)
      NORM_BWD_IDE               editors: where this file itself is the file
                                 parsed (clangd, Qt Creator, Eclipse, CLion
                                 and Visual Studio are recognised without it),
@@ -5088,8 +5090,11 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
         r.mgx = r.mg + C;
         r.scale = r.mgx + C;
         r.partials = (float *)(ws + p.ws_partials);
+        /* NXC rows over the fused ReLU's masked dy staged in diff_src: plain
+           stores, as the mask pass left those lines dirty (non-temporal
+           stores over them measured slower there, and no faster on NCX) */
         r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
-                   (p.nxc || p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
+                   (p.nxc ? !mask_in_dx : p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
         for (c = 0; c < C; ++c)
             nbwd__stats(p.form, p.sdt, p.eps, args->mean, c * p.mean_st, spread, c * p.var_st, &r.xm[c], &r.xs[c],
                         &r.scale[c]);
