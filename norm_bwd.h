@@ -1452,6 +1452,13 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
    16-bit rows on 16 lanes (avx2's bf16 rows were slower with it). */
 #define NBWD__NARROW_LN(fmt) (NBWD__VW > 1 && ((fmt) == NBWD__FMT_F32 || NBWD__FMA_FUSED))
 #define NBWD__NARROW_BN(dt) (NBWD__VW > 1 && ((dt) == NBWD_F32 || NBWD__VW >= 16))
+/* Which NBWD_STATS_NONE LayerNorm rows find a row's statistics in the loop
+   that writes the previous row's dx: all but avx2's 16-bit rows, which
+   measured no faster with it (a body that widens two rows' data and
+   narrows one row's dx outgrows 16 registers); those take two loops per
+   row, its statistics and then its dx, and that layer's 16-bit copy of
+   the pipelined loop is not compiled. The same bits either way. */
+#define NBWD__PIPELINE_NONE (NBWD__FMT == NBWD__FMT_F32 || NBWD__VW != 8)
 
 /* The first `lanes` f32 at p, the other lanes zero; lanes == VW (a constant
    in every loop): a whole vector. */
@@ -2214,7 +2221,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
     const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
     const double inv_n = 1.0 / (double)n;
     const int prefetch = dt != NBWD_F32 && r->stream; /* (stream: the call is out of cache) */
-    const int lanes = n < NBWD__VW ? (int)n : NBWD__VW;
+    const int lanes = n < NBWD__VW ? (int)n : NBWD__VW, pipelined = NBWD__PIPELINE_NONE;
     int64_t i;
     float xm = 0.0f, rs = 0.0f;
     NBWD__K(nbwd__coef) c = NBWD__K(nbwd__coef_of)(0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
@@ -2222,6 +2229,10 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
         const char *xa = i ? r->x + r->x_off[i - 1] * esz : NULL, *dya = i ? r->dy + r->dy_off[i - 1] * esz : NULL;
         char *dxa = i && r->dx ? r->dx + r->dx_off[i - 1] * esz : NULL;
         if (i > 0 && cols.dg) NBWD__K(nbwd__row_partials)(xa, dya, dt, n, xm, rs, cols);
+        if (dxa && !pipelined) { /* row i - 1's dx in a loop of its own */
+            NBWD__KF(nbwd__apply_row)(xa, dya, dxa, dt, n, &c, cols, 1, NULL, r->stream, NULL, 0);
+            dxa = NULL;
+        }
         if (i < r->count) {
             const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
             float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes;
@@ -2622,6 +2633,7 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #undef NBWD__KFN
 #undef NBWD__NARROW_LN
 #undef NBWD__NARROW_BN
+#undef NBWD__PIPELINE_NONE
 #undef NBWD__XHAT_OF
 #undef NBWD__DX_OF
 #undef NBWD__XHAT
