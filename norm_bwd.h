@@ -73,11 +73,10 @@
    previous row's dx, so that its loads from memory overlap that row's
    arithmetic, as in the saved forms' loops (avx2's 16-bit rows, where
    that measured no faster, take the two loops one after the other; the
-   same results). Where the shift lies more
-   than a standard deviation from the mean (an outlier in the first
-   vector), the row is summed again around
-   its mean, so that the variance's cancellation costs at most a factor of
-   2 on the rounding of its sums. Speed, against the saved-statistics call
+   same results). Where the shift lies more than a standard deviation
+   from the mean (an outlier in the first vector), the row is summed
+   again around its mean, so that the variance's cancellation costs at
+   most a factor of 2 on the rounding of its sums. Speed, against the saved-statistics call
    with the same outputs (bench/NOTES.md): f32 0.91-1.05x of it (calls
    under 0.1 ms split over threads down to 0.67x), 16-bit rows out of
    cache 0.61-0.94x (LayerNorm rows of 768 the slowest: the saved forms
