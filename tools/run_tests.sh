@@ -14,9 +14,9 @@
 #             test-mpi: one check per run; skipped in one line without Open MPI)
 #   all       the compile-cost gate (tools/compile_cost.sh --gate: peak compiler
 #             memory, .text and the largest function against the budget; no
-#             timing), compile-check (its core matrix), check-isa, native and
-#             emulated with neon (if built) beside them on a second core,
-#             packaging, mpi
+#             timing) and check-isa beside compile-check (its core matrix);
+#             then native and emulated, with neon (if built), CMake,
+#             pkg-config and mpi beside them on a second core; the examples
 set -u
 B=${BUILD:-build}
 LOG=$B/test-logs
@@ -152,8 +152,8 @@ neon() { # [--split: leave neon_scalar to the caller] [test options...]
     QEMU_CPU=max run "aarch64 max sse-via-simde" qemu-aarch64 "$B/nbwd_tests_a64" --isa sse --quick
     [ $split = 1 ] || neon_scalar
 }
-# (make test runs this one on the other core, after the native and emulated
-# runs, so that both cores finish at about the same time)
+# (make test runs this one after the native and emulated runs, on their
+# core, so that both lanes finish at about the same time)
 neon_scalar() {
     [ -x "$B/nbwd_tests_a64_omp" ] && command -v qemu-aarch64 >/dev/null 2>&1 || return 0
     QEMU_LD_PREFIX=/usr/aarch64-linux-gnu QEMU_CPU=cortex-a53 \
@@ -171,6 +171,34 @@ mpi() {
     run "mpi: examples/sync_batch_norm.c, mpirun -np 2 and 3" tools/check_mpi.sh
 }
 
+gate_and_isa() {
+    run "compile-cost gate" tools/compile_cost.sh --gate
+    run "check-isa" tools/check_isa.sh
+}
+aarch64_lane() {
+    neon --split
+    run "packaging: CMake and pkg-config" tools/check_packaging.sh
+    mpi
+}
+# A lane: a function run in the background, its lines kept and its counts
+# added in by lane_collect (a subshell's variables do not come back).
+lane_start() { # name function
+    rm -f "$LOG/lane-$1.counts"
+    ( PASS=0 FAIL=0 RUNS=0 BROKEN=0
+      $2 > "$LOG/lane-$1.lines" 2>&1
+      echo "$PASS $FAIL $RUNS $BROKEN" > "$LOG/lane-$1.counts" ) &
+    eval "lane_pid_$1=\$!"
+}
+lane_collect() { # name
+    eval "wait \"\$lane_pid_$1\""
+    cat "$LOG/lane-$1.lines"
+    if read -r np nf nr nb < "$LOG/lane-$1.counts"; then
+        PASS=$((PASS + np)); FAIL=$((FAIL + nf)); RUNS=$((RUNS + nr)); BROKEN=$((BROKEN + nb))
+    else
+        echo "--- lane $1: FAILED: it left no counts"; FAIL=$((FAIL + 1)); BROKEN=$((BROKEN + 1))
+    fi
+}
+
 case "${1:-all}" in
     native) native ;;
     quick) native --quick ;;
@@ -179,35 +207,31 @@ case "${1:-all}" in
     packaging) packaging ;;
     mpi) mpi ;;
     all)
-        run "compile-cost gate" tools/compile_cost.sh --gate
-        MATRIX=core run "compile-check (core)" tools/compile_check.sh
-        run "check-isa" tools/check_isa.sh
-        # The AArch64 runs (qemu: one busy thread each, minutes in all) go
-        # beside the native and emulated ones on a second core; their lines
-        # and counts are added in after.
         if [ "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)" -ge 2 ]; then
-            rm -f "$LOG/neon-group.counts"
-            ( PASS=0 FAIL=0 RUNS=0 BROKEN=0
-              neon --split > "$LOG/neon-group.lines" 2>&1
-              echo "$PASS $FAIL $RUNS $BROKEN" > "$LOG/neon-group.counts" ) &
-            neon_pid=$!
+            # Two lanes, one per core. The gate and check-isa build one file
+            # at a time, so they go beside the compile matrix (two builds at
+            # a time); the AArch64 runs (qemu: one busy thread each, minutes
+            # in all) and then the CMake and MPI checks beside the native
+            # and emulated runs. Nothing here is timed.
+            lane_start pre gate_and_isa
+            MATRIX=core run "compile-check (core)" tools/compile_check.sh
+            lane_collect pre
+            lane_start aarch64 aarch64_lane
             native
             emulated
             neon_scalar
-            wait "$neon_pid"
-            cat "$LOG/neon-group.lines"
-            if read -r np nf nr nb < "$LOG/neon-group.counts"; then
-                PASS=$((PASS + np)); FAIL=$((FAIL + nf)); RUNS=$((RUNS + nr)); BROKEN=$((BROKEN + nb))
-            else
-                echo "--- aarch64: FAILED: the group left no counts"; FAIL=$((FAIL + 1)); BROKEN=$((BROKEN + 1))
-            fi
+            lane_collect aarch64
+            run "examples" tools/check_examples.sh
+            run "README example block = examples/quickstart.c" tools/check_examples.sh readme
         else
+            gate_and_isa
+            MATRIX=core run "compile-check (core)" tools/compile_check.sh
             native
             emulated
             neon
+            packaging
+            mpi
         fi
-        packaging
-        mpi
         ;;
     *) echo "usage: $0 native|quick|emulated|neon|packaging|mpi|all"; exit 2 ;;
 esac
