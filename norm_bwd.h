@@ -2005,6 +2005,19 @@ static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
    NBWD__FMT_DT(dt) is the format's data type for a call whose data type
    is dt.
    ========================================================================== */
+/* NBWD__BY_DT(dt, call): call, with dt_ the data type dt. avx2's 16 format
+   compiles its two hottest loops, LayerNorm's two-row loop and BatchNorm's
+   NXC rows, once per data type (dt_ a constant in each copy): gcc -O2 does
+   not unswitch loops, and a run-time dt tested in every vector's load and
+   store cost avx2's bf16 and f16 rows 1.1-1.5x their time on a Zen 3, for
+   a twentieth of a second of compile time (bench/NOTES.md). Elsewhere one
+   copy takes dt as it comes. */
+#if NBWD__FMT == NBWD__FMT_16 && NBWD__VW == 8
+#define NBWD__BY_DT(dt, call) do { if ((dt) == NBWD_BF16) { const int dt_ = NBWD_BF16; call; } \
+                                   else { const int dt_ = NBWD_F16; call; } } while (0)
+#else
+#define NBWD__BY_DT(dt, call) do { const int dt_ = (dt); call; } while (0)
+#endif
 #if NBWD__FMT == NBWD__FMT_F32
 #define NBWD__KF(name) NBWD__CAT(NBWD__CAT(name, _f32), NBWD__KSUFFIX)
 #define NBWD__FMT_DT(dt) NBWD_F32
@@ -2276,10 +2289,11 @@ NBWD__KFN void NBWD__KF(nbwd__ln_rows_dx_body)(const nbwd__rows *r, int dt, nbwd
         ca = NBWD__K(nbwd__coef_of)(r->xm[i - 1], r->xs[i - 1], NBWD__MEAN_G(r->rms, sums, inv_n), sums[1] * inv_n,
                                     r->rstd[i - 1]);
         cb = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], 0.0f, 0.0f, 0.0f);
-        NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
-                                   r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
-                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt, n, cols, keep, r->stream,
-                                   has_res ? r->res + r->res_off[i - 1] * esz : NULL, has_res);
+        NBWD__BY_DT(dt, NBWD__KF(nbwd__fused_rows)(r->x + r->x_off[i - 1] * esz, r->dy + r->dy_off[i - 1] * esz,
+                                                   r->dx + r->dx_off[i - 1] * esz, &ca, r->x + r->x_off[i] * esz,
+                                                   r->dy + r->dy_off[i] * esz, &cb, sums, dt_, n, cols, keep,
+                                                   r->stream, has_res ? r->res + r->res_off[i - 1] * esz : NULL,
+                                                   has_res));
     }
     i = r->count - 1;
     ca = NBWD__K(nbwd__coef_of)(r->xm[i], r->xs[i], NBWD__MEAN_G(r->rms, sums, inv_n), sums[1] * inv_n, r->rstd[i]);
@@ -2546,17 +2560,19 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
 /* A batch of BatchNorm (GroupNorm) rows */
 static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
-    NBWD__KF(nbwd__bn_rows_any)(r, dt, NBWD__NARROW_BN(dt));
+    NBWD__BY_DT(dt, NBWD__KF(nbwd__bn_rows_any)(r, dt_, NBWD__NARROW_BN(dt_)));
 }
 /* A run of BatchNorm (GroupNorm) NCX planes' sums (bf16i's too, though it
    only loads data: with the 16 format's, whose data type is a run-time
    choice, avx512_bf16's bf16 NCX rows were 4-9 % slower) */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_reduce)(const nbwd__planes *p) {
-    NBWD__K(nbwd__planes_reduce_body)(p, NBWD__FMT_DT(p->dt));
+    const int dt = NBWD__FMT_DT(p->dt);
+    NBWD__K(nbwd__planes_reduce_body)(p, dt);
 }
 /* A run of NCX planes' dx */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_apply)(const nbwd__planes *p) {
-    NBWD__KF(nbwd__planes_apply_body)(p, NBWD__FMT_DT(p->dt));
+    const int dt = NBWD__FMT_DT(p->dt);
+    NBWD__KF(nbwd__planes_apply_body)(p, dt);
 }
 /* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole
    lines non-temporally (not fenced) */
@@ -2617,6 +2633,7 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #endif
 #undef NBWD__KF
 #undef NBWD__FMT_DT
+#undef NBWD__BY_DT
 #endif /* the per-format kernels and entry points */
 
 #if defined(NBWD__KERNEL_PASS) && !defined(NBWD__ENTRY_PASS)
