@@ -76,8 +76,8 @@
    same results). Where the shift lies more than a standard deviation
    from the mean (an outlier in the first vector), the row is summed
    again around its mean, so that the variance's cancellation costs at
-   most a factor of 2 on the rounding of its sums. Speed, against the saved-statistics call
-   with the same outputs (bench/NOTES.md): f32 0.91-1.05x of it (calls
+   most a factor of 2 on the rounding of its sums. Speed, against the
+   saved-statistics call with the same outputs (bench/NOTES.md): f32 0.91-1.05x of it (calls
    under 0.1 ms split over threads down to 0.67x), 16-bit rows out of
    cache 0.61-0.94x (LayerNorm rows of 768 the slowest: the saved forms
    keep such 16-bit rows' g and xhat in f32, this form converts x and dy
@@ -2009,9 +2009,9 @@ static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
    compiles its two hottest loops, LayerNorm's two-row loop and BatchNorm's
    NXC rows, once per data type (dt_ a constant in each copy): gcc -O2 does
    not unswitch loops, and a run-time dt tested in every vector's load and
-   store cost avx2's bf16 and f16 rows 1.1-1.5x their time on a Zen 3, for
-   a twentieth of a second of compile time (bench/NOTES.md). Elsewhere one
-   copy takes dt as it comes. */
+   store cost avx2's bf16 and f16 rows 1.1-1.5x their time on a Zen 3; the
+   copies cost about 0.1 s of gcc -O2 compile time (bench/NOTES.md).
+   Elsewhere one copy takes dt as it comes. */
 #if NBWD__FMT == NBWD__FMT_16 && NBWD__VW == 8
 #define NBWD__BY_DT(dt, call) do { if ((dt) == NBWD_BF16) { const int dt_ = NBWD_BF16; call; } \
                                    else { const int dt_ = NBWD_F16; call; } } while (0)
@@ -2566,13 +2566,11 @@ static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
    only loads data: with the 16 format's, whose data type is a run-time
    choice, avx512_bf16's bf16 NCX rows were 4-9 % slower) */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_reduce)(const nbwd__planes *p) {
-    const int dt = NBWD__FMT_DT(p->dt);
-    NBWD__K(nbwd__planes_reduce_body)(p, dt);
+    NBWD__K(nbwd__planes_reduce_body)(p, NBWD__FMT_DT(p->dt));
 }
 /* A run of NCX planes' dx */
 static NBWD__KTARGET void NBWD__KF(nbwd__planes_apply)(const nbwd__planes *p) {
-    const int dt = NBWD__FMT_DT(p->dt);
-    NBWD__KF(nbwd__planes_apply_body)(p, dt);
+    NBWD__KF(nbwd__planes_apply_body)(p, NBWD__FMT_DT(p->dt));
 }
 /* out[i] = v[i] + res[i] (res NULL: v[i]) in type dt; stream: whole
    lines non-temporally (not fenced) */
