@@ -161,10 +161,16 @@ neon_scalar() {
 }
 
 # --- examples/, CMake and pkg-config (tools/check_examples.sh, tools/check_packaging.sh)
-packaging() {
+examples() {
     run "examples" tools/check_examples.sh
     run "README example block = examples/quickstart.c" tools/check_examples.sh readme
+}
+cmake_pkgconfig() {
     run "packaging: CMake and pkg-config" tools/check_packaging.sh
+}
+packaging() {
+    examples
+    cmake_pkgconfig
 }
 # --- the batch split over processes, with MPI (tools/check_mpi.sh)
 mpi() {
@@ -177,7 +183,7 @@ gate_and_isa() {
 }
 aarch64_lane() {
     neon --split
-    run "packaging: CMake and pkg-config" tools/check_packaging.sh
+    cmake_pkgconfig
     mpi
 }
 # A lane: a function run in the background, its lines kept and its counts
@@ -221,8 +227,7 @@ case "${1:-all}" in
             emulated
             neon_scalar
             lane_collect aarch64
-            run "examples" tools/check_examples.sh
-            run "README example block = examples/quickstart.c" tools/check_examples.sh readme
+            examples
         else
             gate_and_isa
             MATRIX=core run "compile-check (core)" tools/compile_check.sh
