@@ -34,11 +34,12 @@ bench-build:
 
 # PyTorch, where installed (Debian's python3-torch; not installed for you:
 # it is large), times its backward of the RMSNorm, LayerNorm and GroupNorm
-# rows (GroupNorm has no oneDNN peer): bench/torch_peer.py, after the table.
+# rows (GroupNorm has no oneDNN peer, nor has LayerNorm bf16 on a CPU
+# without AVX-512): bench/torch_peer.py, after the table.
 TORCH_GN_SHAPES = gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32
 TORCH_GN_SHAPES := $(TORCH_GN_SHAPES),gn-nxc:16x128x128x128/32,gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64
 TORCH_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
-TORCH_ARGS ?= --shapes rms:32768x4096,rms:8192x1024,rms:64x4096,ln:8192x1024,ln:64x768,$(TORCH_GN_SHAPES) \
+TORCH_ARGS ?= --shapes rms:32768x4096,rms:8192x1024,rms:64x4096,ln:32768x768,ln:8192x1024,ln:500000x24,ln:64x768,$(TORCH_GN_SHAPES) \
 	--dtype f32,bf16 \
 	--threads 1,$(shell nproc 2>/dev/null || echo 2)
 bench:
