@@ -79,17 +79,17 @@
    most a factor of 2 on the rounding of its sums. Speed, against the
    saved-statistics call with the same outputs (bench/NOTES.md): f32
    0.91-1.05x of it (calls under 0.1 ms split over threads down to
-   0.67x), 16-bit rows out of cache 0.61-0.94x (LayerNorm rows of 768 the slowest: the saved forms
-   keep such 16-bit rows' g and xhat in f32, this form converts x and dy
-   again); diff_gamma and diff_beta add a pass over the row, from the
-   cache (with them about 1.1-1.4x the saved call's time). GroupNorm: a pass
-   over x before the backward (mean and variance by the corrected two-pass
-   algorithm per NCX plane, or per NXC column around a pivot, in f32
-   chains of at most 8 additions added in double; a set's channels
-   combined in double), one more read of x than the saved forms; NXC
-   batches over 32 MiB of x and dy, which go a few samples at a time,
-   find a sample's statistics just before its sums, so that read comes
-   from the cache there.
+   0.67x), 16-bit rows out of cache 0.61-0.94x (LayerNorm rows of 768
+   the slowest: the saved forms keep such 16-bit rows' g and xhat in
+   f32, this form converts x and dy again); diff_gamma and diff_beta add
+   a pass over the row, from the cache (with them about 1.1-1.4x the
+   saved call's time). GroupNorm: a pass over x before the backward
+   (mean and variance by the corrected two-pass algorithm per NCX plane,
+   or per NXC column around a pivot, in f32 chains of at most 8
+   additions added in double; a set's channels combined in double), one
+   more read of x than the saved forms; NXC batches over 32 MiB of x and
+   dy, which go a few samples at a time, find a sample's statistics just
+   before its sums, so that read comes from the cache there.
    Accuracy: against the float64 statistics of the same x, the mean is
    within u |mean| + 26 u std and rstd within 13 u (u = 2^-24; worst
    cases, typically about an ulp), and dx's row scalars mean(g), mean(g
