@@ -1781,10 +1781,10 @@ NBWD__KFN void NBWD__K(nbwd__moments_tail)(const void *x, const void *dy, int dt
    where whole-row f32 chains of a 4096-element row carried hundreds,
    bench/NOTES.md), the partial last vector in double,
    element by element (its missing lanes are no zeros of d). prefetch: the
-   row streams in from memory (16-bit rows measured faster with it, f32 rows
-   slower, as in the other forms' loops). Out of line: it runs for a batch's
-   first row and the rows summed again (nbwd__fused_moments_rows sums the
-   others in the same order). */
+   row streams in from memory (see nbwd__ln_none_body). Out of line: it runs
+   for a batch's first row, the rows summed again and, on avx2's 16-bit
+   rows, every row (nbwd__fused_moments_rows sums the others in the same
+   order). */
 NBWD__NOINLINE NBWD__KTARGET void NBWD__K(nbwd__moments_row)(const void *x, const void *dy, int dt, int64_t n,
                                                            float shift, const float *gamma, int prefetch,
                                                            double *out) {
@@ -2234,7 +2234,11 @@ NBWD__KFN void NBWD__KF(nbwd__fused_moments_rows)(const void *xa, const void *dy
 NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__cols cols) {
     const int64_t n = r->n, esz = (int64_t)nbwd__esize(dt);
     const double inv_n = 1.0 / (double)n;
-    const int prefetch = dt != NBWD_F32 && r->stream; /* (stream: the call is out of cache) */
+    /* The statistics pass prefetches 16-bit rows that stream in from memory
+       (r->stream) on the 16-lane paths alone: there it measured faster, f32
+       rows slower; avx2's 16-bit rows, which take this pass for every row,
+       measured faster without it on a Zen 3 (bench/NOTES.md). */
+    const int prefetch = NBWD__VW >= 16 && dt != NBWD_F32 && r->stream;
     const int lanes = n < NBWD__VW ? (int)n : NBWD__VW, pipelined = NBWD__PIPELINE_NONE;
     int64_t i;
     float xm = 0.0f, rs = 0.0f;
