@@ -40,9 +40,9 @@ GN_CHUNK_DEFS="-DNBWD__GN_CHUNKED_BYTES=4096 -DNBWD__GN_RESIDENT_BYTES=8192"
 TEST_DEFS="-DNORM_BWD_STREAM_BYTES=16384 $GN_CHUNK_DEFS"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 # clang's builds leave out UBSan's pointer-overflow check: it is about a
-# third of their compile time (the emulated layers 221 -> 153 s, the native
-# ones 128 -> 94 s on a Zen 3), on this step's longest chains. gcc's builds
-# keep it over every native path's kernels, and the fuzz targets keep it.
+# third of their compile time, on this step's two longest chains
+# (bench/NOTES.md). gcc's builds keep it over every native path's kernels,
+# and the fuzz targets keep it.
 san_of() { # COMPILER: the sanitizer flags of its builds
     if [ "$1" = clang ]; then echo "$SAN -fno-sanitize=pointer-overflow"; else echo "$SAN"; fi
 }
