@@ -3563,12 +3563,15 @@ static void nbwd__write_param(void *out, int64_t j, int pdt, float v, int accumu
     nbwd__store(out, j, pdt, v);
 }
 /* out[0..n) = v (or += v), converted to the parameter dtype. */
-static void nbwd__write_params(void *out, int pdt, const float *v, int64_t n, int accumulate) {
+static void nbwd__write_params(const nbwd__kernels *k, void *out, int pdt, const float *v, int64_t n,
+                               int accumulate) {
     int64_t j;
     if (pdt == NBWD_F32) {
         float *o = (float *)out;
         if (!accumulate) memcpy(o, v, (size_t)n * 4);
         else for (j = 0; j < n; ++j) o[j] += v[j];
+    } else if (!accumulate) { /* the path's narrowing: the scalar one's bits (see nbwd__read_params) */
+        nbwd__run_narrow(k, v, (uint16_t *)out, pdt, n);
     } else {
         for (j = 0; j < n; ++j) nbwd__write_param(out, j, pdt, v[j], accumulate);
     }
@@ -3817,12 +3820,23 @@ static int64_t nbwd__param_off(const nbwd__params *q, int t, int64_t j) {
 static void nbwd__param_span(nbwd__span *s, const nbwd__params *q, int t, const void *ptr, int pdt) {
     nbwd__span_of(s, ptr, q->nd, q->dims, q->st[t], nbwd__esize(pdt));
 }
+/* Parameter tensor t (gamma, beta) as n dense floats: dense tensors through
+   the path's widening (exact: the scalar conversion's bits; element by
+   element, 16-bit gamma's conversion and diff_gamma's took up to half of a
+   small LayerNorm call in cache, bench/NOTES.md), others gathered. */
+static void nbwd__read_params(const nbwd__kernels *k, const nbwd__params *q, int t, const void *in, int pdt,
+                              float *out, int64_t n) {
+    int64_t j;
+    if (q->dense[t] && pdt == NBWD_F32) memcpy(out, in, (size_t)n * 4);
+    else if (q->dense[t]) nbwd__run_widen(k, (const uint16_t *)in, out, pdt, n);
+    else for (j = 0; j < n; ++j) out[j] = nbwd__load(in, nbwd__param_off(q, t, j), pdt);
+}
 /* diff_gamma or diff_beta (t) = v (or += v), n elements. */
-static void nbwd__write_params_at(const nbwd__params *q, int t, void *out, int pdt, const float *v, int64_t n,
-                                  int accumulate) {
+static void nbwd__write_params_at(const nbwd__kernels *k, const nbwd__params *q, int t, void *out, int pdt,
+                                  const float *v, int64_t n, int accumulate) {
     int64_t j;
     if (q->dense[t]) {
-        nbwd__write_params(out, pdt, v, n, accumulate);
+        nbwd__write_params(k, out, pdt, v, n, accumulate);
         return;
     }
     for (j = 0; j < n; ++j) nbwd__write_param(out, nbwd__param_off(q, t, j), pdt, v[j], accumulate);
@@ -4266,11 +4280,10 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
             r.gamma = (const float *)args->gamma;
         } else {
             float *g = (float *)(ws + p.ws_gamma);
-            for (j = 0; j < n; ++j) {
-                g[j] = p.affine && r.want_dx ? nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt)
-                                             : 1.0f;
-                if (p.affine && r.want_dx && p.gamma_offset != 0.0f) g[j] += p.gamma_offset; /* rounded to float */
-            }
+            if (p.affine && r.want_dx) nbwd__read_params(r.k, &p.par, NBWD__PG, args->gamma, p.pdt, g, n);
+            else for (j = 0; j < n; ++j) g[j] = 1.0f;
+            if (p.affine && r.want_dx && p.gamma_offset != 0.0f)
+                for (j = 0; j < n; ++j) g[j] += p.gamma_offset; /* rounded to float */
             r.gamma = g;
         }
         if (r.want_dg || r.want_db) r.partials = (float *)(ws + p.ws_partials);
@@ -4278,9 +4291,11 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
            diff_gamma); diff_beta alone needs none */
         if (p.form == NBWD_STATS_DST_RSTD && p.affine && (r.want_dx || r.want_dg)) {
             float *beta = (float *)(ws + p.ws_unscale), *inv = beta + n;
+            nbwd__read_params(r.k, &p.par, NBWD__PG, args->gamma, p.pdt, inv, n); /* gamma, then its inverse */
+            if (args->beta) nbwd__read_params(r.k, &p.par, NBWD__PB, args->beta, p.pdt, beta, n);
+            else for (j = 0; j < n; ++j) beta[j] = 0.0f;
             for (j = 0; j < n; ++j) {
-                float ge = nbwd__load(args->gamma, nbwd__param_off(&p.par, NBWD__PG, j), p.pdt) + p.gamma_offset;
-                beta[j] = args->beta ? nbwd__load(args->beta, nbwd__param_off(&p.par, NBWD__PB, j), p.pdt) : 0.0f;
+                float ge = inv[j] + p.gamma_offset;
                 /* a zero (or subnormal) scale leaves no trace of xhat in dst:
                    taken as 0 there (a NaN or infinite dst stays NaN) */
                 inv[j] = (ge < 0.0f ? -ge : ge) >= 1.17549435e-38f ? 1.0f / ge : 0.0f; /* FLT_MIN */
@@ -4295,9 +4310,10 @@ static nbwd_status nbwd__layer_norm_bwd(const nbwd_layer_norm_bwd_desc *desc, in
         NBWD__PARALLEL_FOR(threads, b, lanes, nbwd__ln_lane(&r, b, lanes));
         if (r.want_dg || r.want_db) {
             nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * n, desc->num_threads);
-            if (r.want_dg) nbwd__write_params_at(&p.par, NBWD__PDG, args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
+            if (r.want_dg)
+                nbwd__write_params_at(r.k, &p.par, NBWD__PDG, args->diff_gamma, p.pdt, r.partials, n, p.accumulate);
             if (r.want_db)
-                nbwd__write_params_at(&p.par, NBWD__PDB, args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
+                nbwd__write_params_at(r.k, &p.par, NBWD__PDB, args->diff_beta, p.pdt, r.partials + n, n, p.accumulate);
         }
     }
     if (owned) NORM_BWD_FREE(owned);
