@@ -4146,6 +4146,43 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slo
 /* One block of rows: dx for each row, and this block's partial column sums.
    Rows go to the kernel in batches with their offsets and statistics. slot:
    the staging slot when rows are staged, else NULL. */
+/* count statistics of type sdt at src + off[i] as floats: 16-bit ones
+   gathered, then widened by the path's kernel (exact: the scalar
+   conversion's bits) */
+static void nbwd__gather_stats(const nbwd__kernels *k, const void *src, int sdt, const int64_t *off, int64_t count,
+                               float *out) {
+    uint16_t h[NBWD__ROW_BATCH];
+    int64_t i;
+    if (sdt == NBWD_F32) {
+        for (i = 0; i < count; ++i) out[i] = ((const float *)src)[off[i]];
+        return;
+    }
+    for (i = 0; i < count; ++i) h[i] = ((const uint16_t *)src)[off[i]];
+    nbwd__run_widen(k, h, out, sdt, count);
+}
+/* A batch's xm, xs and rstd from the rows' statistics offsets: the bits of
+   nbwd__stats row by row, a batch at a time (its per-row conversion, square
+   root and divide in double were a quarter to a half of the time of rows
+   of 24 elements with 16-bit statistics, bench/NOTES.md). */
+static void nbwd__ln_batch_stats(const nbwd__ln_run *r, nbwd__rows *batch, const int64_t *mean_off,
+                                 const int64_t *spread_off) {
+    const nbwd__ln_plan *p = r->p;
+    const int64_t count = batch->count;
+    int64_t i;
+    nbwd__gather_stats(r->k, r->spread, p->sdt, spread_off, count, batch->rstd);
+    if (nbwd__has_mean(p->form)) {
+        if (r->mean) nbwd__gather_stats(r->k, r->mean, p->sdt, mean_off, count, batch->xm);
+        else for (i = 0; i < count; ++i) batch->xm[i] = 0.0f; /* RMSNorm: no mean */
+        if (p->form != NBWD_STATS_MEAN_RSTD) r->k->rstd(batch->rstd, batch->rstd, count, (double)p->eps);
+        memcpy(batch->xs, batch->rstd, (size_t)count * sizeof(float));
+        return;
+    }
+    for (i = 0; i < count; ++i) { /* the input is xhat: (xhat - 0) * 1 is exact */
+        batch->xm[i] = 0.0f;
+        batch->xs[i] = 1.0f;
+        if (p->form != NBWD_STATS_DST_RSTD) batch->rstd[i] = (float)(1.0 / (double)batch->rstd[i]); /* 1 / std */
+    }
+}
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
@@ -4199,9 +4236,7 @@ static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
         } else {
             nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, mean_off,
                               spread_off, res_off);
-            for (i = 0; i < batch.count; ++i)
-                nbwd__stats(p->form, p->sdt, p->eps, r->mean, mean_off[i], r->spread, spread_off[i], &batch.xm[i],
-                            &batch.xs[i], &batch.rstd[i]);
+            nbwd__ln_batch_stats(r, &batch, mean_off, spread_off);
         }
         if (slot) nbwd__ln_staged(r, &batch, slot);
         else nbwd__run_ln_rows(r->k, &batch);

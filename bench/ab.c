@@ -20,7 +20,7 @@
                                                  status the same
          nbwd_ab OLD.so NEW.so time [--isa NAME] [--threads N] [--rounds R]
                  [--calls C] [--shapes LIST] [--dtype f32|bf16|f16]
-                 [--param-dtype f32|bf16|f16]
+                 [--param-dtype f32|bf16|f16] [--stats-dtype f32|bf16|f16]
                                                  per round, C calls of each
                                                  build (the order alternates
                                                  per round), median per build;
@@ -1259,7 +1259,7 @@ static int parse_shape(const char *s, problem *p) {
 }
 
 static void time_all(const lib *libs, int isa, int threads, int rounds, int calls, const char *shapes, int dt,
-                     int pdt) {
+                     int sdt, int pdt) {
     char buf[1024], *tok, *save = NULL;
     snprintf(buf, sizeof buf, "%s", shapes);
     printf("%-24s %-5s %3s %10s %10s %7s   (ms: median over %d rounds of the median of %d calls)\n", "shape",
@@ -1272,6 +1272,7 @@ static void time_all(const lib *libs, int isa, int threads, int rounds, int call
         if (!parse_shape(tok, &p)) { fprintf(stderr, "nbwd_ab: bad shape %s\n", tok); exit(2); }
         if (p.op == OP_RMS && (!libs[0].rms || !libs[1].rms)) { fprintf(stderr, "nbwd_ab: %s: a build has no RMSNorm\n", tok); exit(2); }
         p.dt = dt;
+        p.sdt = sdt;
         p.pdt = pdt;
         p.isa = isa;
         p.threads = threads;
@@ -1299,7 +1300,7 @@ static void time_all(const lib *libs, int isa, int threads, int rounds, int call
 
 int main(int argc, char **argv) {
     lib libs[2];
-    int i, isa = 0, threads = 1, rounds = 7, calls = 15, dt = 0, pdt = 0, quick = 0, compare;
+    int i, isa = 0, threads = 1, rounds = 7, calls = 15, dt = 0, sdt = 0, pdt = 0, quick = 0, compare;
     const char *shapes = "ln:32768x768,ln:8192x1024,ln:4096x4096,ln:131072x64,ln:500000x24,ln:64x768";
     if (argc < 4) {
         fprintf(stderr, "usage: nbwd_ab OLD.so NEW.so compare [--quick] [--isa LIST] | time [options]\n");
@@ -1327,11 +1328,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shapes")) { shapes = v; ++i; }
         else if (!strcmp(argv[i], "--dtype")) { dt = !strcmp(v, "bf16") ? 2 : !strcmp(v, "f16") ? 1 : 0; ++i; }
         else if (!strcmp(argv[i], "--param-dtype")) { pdt = !strcmp(v, "bf16") ? 2 : !strcmp(v, "f16") ? 1 : 0; ++i; }
+        else if (!strcmp(argv[i], "--stats-dtype")) { sdt = !strcmp(v, "bf16") ? 2 : !strcmp(v, "f16") ? 1 : 0; ++i; }
     }
     if (compare) {
         compare_all(&libs[0], &libs[1], quick);
         return g_diff != 0;
     }
-    time_all(libs, isa, threads, rounds, calls, shapes, dt, pdt);
+    time_all(libs, isa, threads, rounds, calls, shapes, dt, sdt, pdt);
     return 0;
 }
