@@ -3572,8 +3572,15 @@ static void nbwd__write_params(const nbwd__kernels *k, void *out, int pdt, const
         else for (j = 0; j < n; ++j) o[j] += v[j];
     } else if (!accumulate) { /* the path's narrowing: the scalar one's bits (see nbwd__read_params) */
         nbwd__run_narrow(k, v, (uint16_t *)out, pdt, n);
-    } else {
-        for (j = 0; j < n; ++j) nbwd__write_param(out, j, pdt, v[j], accumulate);
+    } else { /* the same through a small buffer: out widened, v added, narrowed back */
+        float sum[256];
+        int64_t at, len;
+        for (at = 0; at < n; at += len) {
+            len = n - at < 256 ? n - at : 256;
+            nbwd__run_widen(k, (const uint16_t *)out + at, sum, pdt, len);
+            for (j = 0; j < len; ++j) sum[j] += v[at + j];
+            nbwd__run_narrow(k, sum, (uint16_t *)out + at, pdt, len);
+        }
     }
 }
 
