@@ -4150,9 +4150,6 @@ static void nbwd__ln_staged(const nbwd__ln_run *r, nbwd__rows *batch, float *slo
     if (r->stream) r->k->fence();
 }
 
-/* One block of rows: dx for each row, and this block's partial column sums.
-   Rows go to the kernel in batches with their offsets and statistics. slot:
-   the staging slot when rows are staged, else NULL. */
 /* count statistics of type sdt at src + off[i] as floats: 16-bit ones
    gathered, then widened by the path's kernel (exact: the scalar
    conversion's bits) */
@@ -4190,6 +4187,9 @@ static void nbwd__ln_batch_stats(const nbwd__ln_run *r, nbwd__rows *batch, const
         if (p->form != NBWD_STATS_DST_RSTD) batch->rstd[i] = (float)(1.0 / (double)batch->rstd[i]); /* 1 / std */
     }
 }
+/* One block of rows: dx for each row, and this block's partial column sums.
+   Rows go to the kernel in batches with their offsets and statistics. slot:
+   the staging slot when rows are staged, else NULL. */
 static void nbwd__ln_block(const nbwd__ln_run *r, int64_t b, float *slot) {
     const nbwd__ln_plan *p = r->p;
     int64_t row = b * p->rows_per_block, end = row + p->rows_per_block, n = p->n, i;
