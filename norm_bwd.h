@@ -237,11 +237,20 @@
      added tensor's gradient, the masked diff_dst, to args.diff_src_add
      (required; data dtype, desc.diff_src_add_strides, whose channels (NXC)
      or spatial dims (NCX) must be dense, as diff_src's); the kernels then
-     read it from there. NBWD_FUSE_RELU stages the masked diff_dst in
-     diff_src (not when that is src or xhat, in place) or, without one, in
-     the workspace: the size query counts N * spatial * C elements more, a
-     call that allocates its own takes them only then. One pass over dy and
-     dst more than the plain call. The flags hold for the
+     read it from there. NBWD_FUSE_RELU in nbwd_batch_norm_bwd with
+     diff_src and both passes (not frozen statistics without diff_gamma),
+     on f32 NXC (or [N, C]) data with dst's channels dense, on the avx2,
+     avx512 and neon paths, with C a multiple of 8, 16 and 4 there and
+     over 32, 64 and 16 (or of any size when the tensor is over
+     NORM_BWD_STREAM_BYTES): the first pass reads dst beside diff_dst and
+     keeps the mask, one bit per element, in the workspace for the second;
+     dst is read once, nothing is staged.
+     Otherwise (sse, scalar, 16-bit data, ...) it stages the masked
+     diff_dst in diff_src (not when that is src or xhat, in place) or,
+     without one, in the workspace: one pass over dy and dst more than the
+     plain call. The size query counts N * spatial * C elements more for
+     either; a call that allocates its own takes only what it uses (none
+     when it stages in diff_src). The flags hold for the
      two-phase calls too: both mask, and with NBWD_FUSE_ADD_RELU both write
      diff_src_add (the same values). diff_src_add may be exactly diff_dst
      or dst (not dst in the two-phase calls: reduce's output would replace
@@ -480,7 +489,9 @@
                                 with non-temporal stores (default 8 MiB; not
                                 BatchNorm NCX planes under 1 KiB, nor NXC
                                 rows over NBWD_FUSE_RELU's masked diff_dst
-                                staged in diff_src)
+                                staged in diff_src); from this size on,
+                                NBWD_FUSE_RELU's narrow NXC rows keep the
+                                mask as bits too (see BatchNorm)
      NORM_BWD_IDE               editors: where this file itself is the file
                                 parsed (clangd, Qt Creator, Eclipse, CLion
                                 and Visual Studio are recognised without it),
@@ -1207,11 +1218,18 @@ typedef struct nbwd__rows {
     float eps;
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
     const char *res;                /* LayerNorm: a residual gradient added to dx in its pass, or NULL */
+    /* BatchNorm NXC's fused ReLU (f32 rows of whole vectors, on a path
+       with the mask's operations; else keep NULL): pass 1 (dx NULL) masks
+       dy by relu_dst (the forward output, row i at res_off[i]) and keeps
+       the mask as bits, pass 2 masks dy by them: row i's at
+       keep + i * n / VW, one word per vector */
+    const char *relu_dst;
+    uint16_t *keep;
     /* The per-row arrays last: a batch is cleared up to x_off alone
        (nbwd__rows_clear), and each array is filled for the rows it runs */
     int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
     float xm[NBWD__ROW_BATCH], xs[NBWD__ROW_BATCH], rstd[NBWD__ROW_BATCH]; /* LayerNorm, per row */
-    int64_t res_off[NBWD__ROW_BATCH];
+    int64_t res_off[NBWD__ROW_BATCH]; /* LayerNorm's residual; BatchNorm's relu_dst */
 } nbwd__rows;
 /* The fields before the arrays zeroed (the whole struct is about 3 KB, and
    a BatchNorm NXC block of 64 rows of 64 channels cleared it twice per
@@ -1270,6 +1288,10 @@ typedef struct nbwd__kernels {
     /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
     void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
+    /* BatchNorm NXC's fused ReLU in the row kernels (f32): the bits' lanes
+       per word (the vector width), 0 where the path stages the mask; and
+       the widest f32 rows the registers-resident narrow body takes */
+    int relu_lanes, bn_narrow_cols;
 } nbwd__kernels;
 
 /* Non-temporal stores only ever write whole 64-byte lines: a line written
@@ -1389,6 +1411,12 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
                                               (default: scalar code)
      NBWD__FMA_FUSED                          1: V_FMA is one fused instruction
                                               (default 0)
+     NBWD__V_RELU_KEEP(v, y, bits)            the fused ReLU's mask, both or neither:
+     NBWD__V_RELU_APPLY(v, bits)              v where y's bits are in [1, +inf's]
+                                              (y > 0, NaN clipped), else +0, and
+                                              those lanes as bits (lane l: bit l);
+                                              then v masked by such bits (without
+                                              them: BatchNorm NXC stages the mask)
    This file #undefs every layer name at the end of its pass.
    ========================================================================== */
 #if !defined(NBWD__KSUFFIX) || !defined(NBWD__KTARGET) || !defined(NBWD__V) || !defined(NBWD__VW) ||            \
@@ -1441,16 +1469,26 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #ifndef NBWD__FMA_FUSED
 #define NBWD__FMA_FUSED 0
 #endif
+#if defined(NBWD__V_RELU_KEEP) != defined(NBWD__V_RELU_APPLY)
+#error "norm_bwd.h: a vector layer defines one of NBWD__V_RELU_KEEP and NBWD__V_RELU_APPLY without the other"
+#endif
+#if defined(NBWD__V_RELU_KEEP)
+#define NBWD__HAS_RELU_BITS 1
+#else
+#define NBWD__HAS_RELU_BITS 0
+#endif
 
 #define NBWD__K(name) NBWD__CAT(name, NBWD__KSUFFIX)
 #define NBWD__KFN NBWD__INLINE NBWD__KTARGET
 /* Which kernels get copies of their own for narrow rows of 2-4 vectors
    (the row, gamma and the column partials in registers), where they
    measured faster for what they cost to compile (bench/NOTES.md):
-   LayerNorm's f32 rows on every vector layer, its 16-bit rows on the
-   layers with a fused multiply-add (on sse, whose f16 conversions are
-   calls, f16 rows were slower with them); BatchNorm's f32 rows, and its
-   16-bit rows on 16 lanes (avx2's bf16 rows were slower with it). */
+   LayerNorm's f32 rows on every vector layer (on sse up to 3 vectors:
+   its 4-vector copy's compile time went to the other layers' fused-ReLU
+   bits), its 16-bit rows on the layers with a fused multiply-add (on sse,
+   whose f16 conversions are calls, f16 rows were slower with them);
+   BatchNorm's f32 rows, and its 16-bit rows on 16 lanes (avx2's bf16 rows
+   were slower with it). */
 #define NBWD__NARROW_LN(fmt) (NBWD__VW > 1 && ((fmt) == NBWD__FMT_F32 || NBWD__FMA_FUSED))
 #define NBWD__NARROW_BN(dt) (NBWD__VW > 1 && ((dt) == NBWD_F32 || NBWD__VW >= 16))
 /* Which NBWD_STATS_NONE LayerNorm rows find a row's statistics in the loop
@@ -1918,10 +1956,21 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt
     return NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes),
                          NBWD__K(nbwd__load)(ch.xs + j, lanes));
 }
-NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, int dt, int64_t j,
-                                            int lanes) {
+/* keep (f32 rows with the fused ReLU, see nbwd__rows.keep; else NULL):
+   dy masked by dst (y), its mask's bits kept */
+NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, const void *y,
+                                            uint16_t *keep, int dt, int64_t j, int lanes) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
     NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
+#if NBWD__HAS_RELU_BITS
+    if (keep) {
+        unsigned bits;
+        vdy = NBWD__V_RELU_KEEP(vdy, NBWD__K(nbwd__load_data)(y, j, lanes, dt), &bits);
+        keep[j / NBWD__VW] = (uint16_t)bits;
+    }
+#else
+    (void)y, (void)keep;
+#endif
     NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
     NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
 }
@@ -1962,6 +2011,12 @@ static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd
     for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
 }
 static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
+/* the lanes of this path's fused-ReLU bits (nbwd__rows.keep), 0 without;
+   the widest f32 BatchNorm rows its narrow body takes, 0 without */
+enum {
+    NBWD__K(nbwd__relu_lanes) = NBWD__HAS_RELU_BITS ? NBWD__VW : 0,
+    NBWD__K(nbwd__bn_narrow_cols) = NBWD__NARROW_BN(NBWD_F32) ? NBWD__NARROW_VECS * NBWD__VW : 0
+};
 
 /* The per-format kernels and entry points (below, this file included
    again for each format the layer has): f32; 16, or bf16 alone where the
@@ -2387,33 +2442,44 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
     if (dx_rows && r->stream) NBWD__V_FENCE();
 #undef NBWD__LANES
 }
-NBWD__KFN void NBWD__KF(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, void *dx, int dt, int64_t j,
-                                            int lanes, int stream) {
+/* keep: as col_reduce_at's, dy masked by its bits */
+NBWD__KFN void NBWD__KF(nbwd__col_apply_at)(nbwd__chans ch, const void *x, const void *dy, const uint16_t *keep,
+                                            void *dx, int dt, int64_t j, int lanes, int stream) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
     NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
+#if NBWD__HAS_RELU_BITS
+    if (keep) vdy = NBWD__V_RELU_APPLY(vdy, keep[j / NBWD__VW]);
+#else
+    (void)keep;
+#endif
     NBWD__V out;
     if (ch.gain) vdy = NBWD__V_MUL(vdy, NBWD__K(nbwd__load)(ch.gain + j, lanes));
     out = NBWD__DX_OF(vdy, xh, NBWD__K(nbwd__load)(ch.mg + j, lanes), NBWD__K(nbwd__load)(ch.mgx + j, lanes),
                               NBWD__K(nbwd__load)(ch.scale + j, lanes));
     NBWD__KF(nbwd__store_data)(dx, j, lanes, dt, out, stream);
 }
-
 /* A batch of BatchNorm NXC rows (every channel in each row): the column
-   sums (pass 1), or dx (pass 2: r->dx set). */
-NBWD__KFN void NBWD__KF(nbwd__bn_rows_body)(const nbwd__rows *r, int dt) {
+   sums (pass 1), or dx (pass 2: r->dx set). relu (a constant): the fused
+   ReLU's rows (nbwd__rows.keep), whole vectors (the driver sends no
+   others), a copy of their own (nbwd__bn_relu_rows), so that the plain
+   rows test nothing per vector. */
+NBWD__KFN void NBWD__KF(nbwd__bn_rows_body)(const nbwd__rows *r, int dt, const int relu) {
     int64_t i, j, n = r->n, full = n - n % NBWD__VW, esz = (int64_t)nbwd__esize(dt);
     const nbwd__chans ch = r->chans;
+    const int64_t words = (n + NBWD__VW - 1) / NBWD__VW;
     for (i = 0; i < r->count; ++i) {
         const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
+        uint16_t *keep = relu ? r->keep + i * words : NULL;
         if (r->dx) {
             char *dx = r->dx + r->dx_off[i] * esz;
             int64_t nt_end = nbwd__lead_lines(dx, esz, n, r->stream && NBWD__HAS_STREAM);
             for (j = 0; j < full; j += NBWD__VW)
-                NBWD__KF(nbwd__col_apply_at)(ch, x, dy, dx, dt, j, NBWD__VW, j + NBWD__VW <= nt_end);
-            if (full < n) NBWD__KF(nbwd__col_apply_at)(ch, x, dy, dx, dt, full, (int)(n - full), 0);
+                NBWD__KF(nbwd__col_apply_at)(ch, x, dy, keep, dx, dt, j, NBWD__VW, j + NBWD__VW <= nt_end);
+            if (!relu && full < n) NBWD__KF(nbwd__col_apply_at)(ch, x, dy, NULL, dx, dt, full, (int)(n - full), 0);
         } else {
-            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, j, NBWD__VW);
-            if (full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, dt, full, (int)(n - full));
+            const char *y = relu ? r->relu_dst + r->res_off[i] * esz : NULL;
+            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, y, keep, dt, j, NBWD__VW);
+            if (!relu && full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, NULL, NULL, dt, full, (int)(n - full));
         }
     }
     if (r->dx && r->stream) NBWD__V_FENCE();
@@ -2495,7 +2561,7 @@ NBWD__KFN void NBWD__KF(nbwd__planes_apply_body)(const nbwd__planes *p, int dt) 
 NBWD__KFN void NBWD__KF(nbwd__bn_rows_any)(const nbwd__rows *r, int dt, int narrow) {
     if (narrow && r->n <= NBWD__NARROW_VECS * NBWD__VW && !r->chans.gain)
         NBWD__KF(nbwd__bn_narrow_body)(r, dt, (int)((r->n + NBWD__VW - 1) / NBWD__VW));
-    else NBWD__KF(nbwd__bn_rows_body)(r, dt);
+    else NBWD__KF(nbwd__bn_rows_body)(r, dt, 0);
 }
 
 
@@ -2520,9 +2586,11 @@ NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow2)(const nbwd__rows *r
 NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow3)(const nbwd__rows *r) {
     NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 3);
 }
+#if NBWD__FMA_FUSED /* (sse: rows of 4 vectors take the row body, see NBWD__NARROW_LN) */
 NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__ln_narrow4)(const nbwd__rows *r) {
     NBWD__KF(nbwd__ln_narrow_body)(r, NBWD__FMT_DT(r->dt), r->cols, 4);
 }
+#endif
 #endif
 /* LayerNorm rows with dx: 16-bit rows of up to NBWD__KEEP_COLS keep g and
    xhat (its own function: only this one takes the buffer's stack). With a
@@ -2544,11 +2612,15 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
         return;
     }
 #if NBWD__NARROW_LN(NBWD__FMT)
-    if (r->n > NBWD__VW && r->n <= NBWD__NARROW_VECS * NBWD__VW) {
+    if (r->n > NBWD__VW && r->n <= (NBWD__FMA_FUSED ? 4 : 3) * NBWD__VW) {
         switch ((r->n + NBWD__VW - 1) / NBWD__VW) {
         case 2: NBWD__KF(nbwd__ln_narrow2)(r); break;
         case 3: NBWD__KF(nbwd__ln_narrow3)(r); break;
+#if NBWD__FMA_FUSED
         default: NBWD__KF(nbwd__ln_narrow4)(r); break;
+#else
+        default: NBWD__KF(nbwd__ln_narrow3)(r); break;
+#endif
         }
         return;
     }
@@ -2561,9 +2633,22 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
     else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
 }
+#if NBWD__HAS_RELU_BITS && NBWD__FMT == NBWD__FMT_F32
+/* f32 BatchNorm NXC rows with the fused ReLU's bits (16-bit data stages
+   the mask) */
+NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__bn_relu_rows)(const nbwd__rows *r) {
+    NBWD__KF(nbwd__bn_rows_body)(r, NBWD_F32, 1);
+}
+#endif
 /* A batch of BatchNorm (GroupNorm) rows */
 static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
+#if NBWD__HAS_RELU_BITS && NBWD__FMT == NBWD__FMT_F32
+    if (r->keep) {
+        NBWD__KF(nbwd__bn_relu_rows)(r);
+        return;
+    }
+#endif
     NBWD__BY_DT(dt, NBWD__KF(nbwd__bn_rows_any)(r, dt_, NBWD__NARROW_BN(dt_)));
 }
 /* A run of BatchNorm (GroupNorm) NCX planes' sums (bf16i's too, though it
@@ -2669,6 +2754,9 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #undef NBWD__SWEEP_BYTES
 #undef NBWD__SWEEP_VECS
 #undef NBWD__HAS_STREAM
+#undef NBWD__HAS_RELU_BITS
+#undef NBWD__V_RELU_KEEP
+#undef NBWD__V_RELU_APPLY
 #undef NBWD__HAS_F16
 #undef NBWD__HAS_BF16I
 #undef NBWD__KSUFFIX
@@ -2744,7 +2832,8 @@ static const nbwd__kernels nbwd__kernels_scalar = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_16_scalar},
     {nbwd__row_stats_f32_scalar, nbwd__row_stats_16_scalar, nbwd__row_stats_16_scalar},
     {nbwd__col_stats_f32_scalar, nbwd__col_stats_16_scalar, nbwd__col_stats_16_scalar},
-    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar};
+    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar, nbwd__relu_lanes_scalar,
+    nbwd__bn_narrow_cols_scalar};
 #if defined(NBWD__HAVE_SSE)
 static const nbwd__kernels nbwd__kernels_sse = {
     NBWD_ISA_SSE,
@@ -2758,7 +2847,8 @@ static const nbwd__kernels nbwd__kernels_sse = {
     {NULL, nbwd__narrow_16_sse, nbwd__narrow_16_sse},
     {nbwd__row_stats_f32_sse, nbwd__row_stats_16_sse, nbwd__row_stats_16_sse},
     {nbwd__col_stats_f32_sse, nbwd__col_stats_16_sse, nbwd__col_stats_16_sse},
-    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse};
+    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse, nbwd__relu_lanes_sse,
+    nbwd__bn_narrow_cols_sse};
 #endif
 #if defined(NBWD__HAVE_AVX2)
 static const nbwd__kernels nbwd__kernels_avx2 = {
@@ -2773,7 +2863,8 @@ static const nbwd__kernels nbwd__kernels_avx2 = {
     {NULL, nbwd__narrow_16_avx2, nbwd__narrow_16_avx2},
     {nbwd__row_stats_f32_avx2, nbwd__row_stats_16_avx2, nbwd__row_stats_16_avx2},
     {nbwd__col_stats_f32_avx2, nbwd__col_stats_16_avx2, nbwd__col_stats_16_avx2},
-    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2};
+    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2, nbwd__relu_lanes_avx2,
+    nbwd__bn_narrow_cols_avx2};
 #endif
 #if defined(NBWD__HAVE_AVX512)
 static const nbwd__kernels nbwd__kernels_avx512 = {
@@ -2788,7 +2879,8 @@ static const nbwd__kernels nbwd__kernels_avx512 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_16_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__relu_lanes_avx512,
+    nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_AVX512_BF16) /* avx512's kernels, bf16 narrowed by VCVTNEPS2BF16 */
 static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
@@ -2803,7 +2895,8 @@ static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_bf16i_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512};
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__relu_lanes_avx512,
+    nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_NEON) && defined(NBWD__NEON_NO_F16)
 /* 32-bit Arm: no f16 vector conversions, f16 data runs the scalar kernels */
@@ -2819,7 +2912,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_bf16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_scalar, nbwd__row_stats_bf16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_scalar, nbwd__col_stats_bf16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
+    nbwd__bn_narrow_cols_neon};
 #elif defined(NBWD__HAVE_NEON)
 static const nbwd__kernels nbwd__kernels_neon = {
     NBWD_ISA_NEON,
@@ -2833,7 +2927,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
+    nbwd__bn_narrow_cols_neon};
 #endif
 #if defined(NBWD__HAVE_NEON_BF16) /* neon's kernels, bf16 narrowed by BFCVTN */
 static const nbwd__kernels nbwd__kernels_neon_bf16 = {
@@ -2848,7 +2943,8 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_bf16i_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
+    nbwd__bn_narrow_cols_neon};
 #endif
 
 /* The drivers' calls into a path's kernels: the table's function for the
@@ -4507,6 +4603,9 @@ typedef struct nbwd__bn_run {
     int reduce; /* the channel sums are needed: training statistics, or diff_gamma/diff_beta */
     int64_t count;                          /* the batch size of the sums: M, or apply's count */
     const float *given_dy, *given_dyx;      /* apply: the global sums (reduce is 0) */
+    const char *relu_dst; /* NXC's fused ReLU in the row kernels (else NULL): dst, */
+    uint16_t *keep;       /* the mask's bits, keep_words per row (nbwd__rows.keep) */
+    int64_t keep_words;
 } nbwd__bn_run;
 
 /* The two-phase calls: reduce writes the slice's sums where diff_beta and
@@ -4937,9 +5036,16 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
         batch.chans.db = batch.chans.dg + C;
         memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
     }
+    batch.relu_dst = r->relu_dst;
     while (row < end) {
         batch.count = end - row < NBWD__ROW_BATCH ? end - row : NBWD__ROW_BATCH;
-        nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
+        if (r->keep) { /* (apart: the plain rows' offsets stay a loop of three) */
+            nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, batch.res_off,
+                              NULL, NULL);
+            batch.keep = r->keep + row * r->keep_words;
+        } else {
+            nbwd__row_offsets(&r->outer, row, batch.count, batch.x_off, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
+        }
         nbwd__run_bn_rows(r->k, &batch);
         row += batch.count;
     }
@@ -5119,20 +5225,34 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     void *owned;
     char *ws;
     int64_t c, i, C;
-    int threads, mask_in_dx;
+    int threads, mask_in_dx, relu_bits;
     size_t own;
     if ((s = nbwd__bn_validate(desc, args, sums, &p, NULL)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
-    /* NBWD_FUSE_RELU stages the masked dy in diff_src where there is one
-       (elementwise, so diff_src may be dy or dst; not x, read after it):
-       no workspace of the tensor's size to allocate and fault in */
-    mask_in_dx = p.relu == NBWD_FUSE_RELU && args->diff_src &&
+    /* NBWD_FUSE_RELU on dense f32 NXC rows, both passes, on a path whose row
+       kernels take the mask: pass 1 reads dst beside dy and keeps the mask
+       as bits in the workspace (in the masked dy's place, which is larger),
+       pass 2 reads them; nothing is staged. Rows of whole vectors only (the
+       kernel's copy has no tail code: compile time). Rows that the plain
+       call runs in registers (nbwd__bn_narrow_body) do so only out of
+       cache, where the bytes decide (in cache the staged mask over that
+       kernel took fewer instructions). */
+    relu_bits = p.relu == NBWD_FUSE_RELU && p.nxc && !p.gather && p.dt == NBWD_F32 && r.k->relu_lanes > 0 &&
+                p.C % r.k->relu_lanes == 0 && !sums && args->diff_src && (!p.global_stats || args->diff_gamma) &&
+                p.M > 0 && p.C > 0 && p.st[NBWD__BN_DST][p.rank - 1] == 1 &&
+                (p.C > r.k->bn_narrow_cols || (double)p.M * (double)p.C * 4.0 >= (double)NORM_BWD_STREAM_BYTES);
+    if (relu_bits) r.keep_words = p.C / r.k->relu_lanes;
+    /* Otherwise NBWD_FUSE_RELU stages the masked dy in diff_src where there
+       is one (elementwise, so diff_src may be dy or dst; not x, read after
+       it): no workspace of the tensor's size to allocate and fault in */
+    mask_in_dx = p.relu == NBWD_FUSE_RELU && !relu_bits && args->diff_src &&
                  !nbwd__same_view(args->diff_src, p.st[NBWD__BN_DX], nbwd__x_of(p.form, args->src, args->xhat, NULL),
                                   p.st[NBWD__BN_X], p.rank, desc->dims);
     /* diff_src_add alone (NBWD_FUSE_ADD_RELU) is the mask pass alone: no workspace */
     own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0;
     if (own && mask_in_dx) own = p.ws_masked + NBWD__WS_ALIGN;
+    if (own && relu_bits) own = p.ws_masked + (size_t)(p.M * r.keep_words) * 2 + NBWD__WS_ALIGN;
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     C = p.C;
@@ -5160,7 +5280,10 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
         }
     }
     r.dy = (const char *)args->diff_dst;
-    if (p.M > 0 && C > 0 && (p.relu == NBWD_FUSE_ADD_RELU || (p.relu && (r.want_dx || r.dgamma)))) {
+    if (relu_bits) {
+        r.relu_dst = (const char *)args->dst;
+        r.keep = (uint16_t *)(void *)(ws + p.ws_masked);
+    } else if (p.M > 0 && C > 0 && (p.relu == NBWD_FUSE_ADD_RELU || (p.relu && (r.want_dx || r.dgamma)))) {
         /* diff_src_add is written even if nothing else is */
         int64_t st[NBWD_MAX_RANK]; /* the masked dy's: diff_src_add's, diff_src's or dense */
         char *out = p.relu == NBWD_FUSE_ADD_RELU ? (char *)args->diff_src_add
@@ -5190,7 +5313,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                         &r.scale[c]);
         if (p.nxc) {
             int64_t b;
-            nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, NBWD__BN_DX + 1, p.st); /* x, dy, dx */
+            /* x, dy, dx (and dst) */
+            nbwd__outer_init(&r.outer, p.rank - 1, desc->dims, relu_bits ? NBWD__BN_DST + 1 : NBWD__BN_DX + 1, p.st);
             threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
             if (r.reduce) {
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));

@@ -503,6 +503,23 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
     nbwd__avx2_store_first_bytes(p, 4 * (count & 3), NBWD__MM(castps_si128)(part));
 }
 
+/* The fused ReLU's mask (NBWD__V_RELU_KEEP in norm_bwd.h): dst > 0 on its
+   bits, a pattern in [1, +infinity's] as a signed integer, so NaN, -0 and
+   every negative are clipped whatever the FPU's denormal modes. */
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_relu_keep(NBWD__M256 v, NBWD__M256 y, unsigned *bits) {
+    NBWD__M256I u = NBWD__MM256(castps_si256)(y);
+    NBWD__M256 m = NBWD__MM256(castsi256_ps)(
+        NBWD__MM256(andnot_si256)(NBWD__MM256(cmpgt_epi32)(u, NBWD__MM256(set1_epi32)(0x7F800000)),
+                                  NBWD__MM256(cmpgt_epi32)(u, NBWD__MM256(setzero_si256)())));
+    *bits = (unsigned)NBWD__MM256(movemask_ps)(m);
+    return NBWD__MM256(and_ps)(v, m);
+}
+static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_relu_apply(NBWD__M256 v, unsigned bits) {
+    NBWD__M256I lane = NBWD__MM256(setr_epi32)(1, 2, 4, 8, 16, 32, 64, 128);
+    NBWD__M256I m = NBWD__MM256(cmpeq_epi32)(NBWD__MM256(and_si256)(NBWD__MM256(set1_epi32)((int)bits), lane), lane);
+    return NBWD__MM256(and_ps)(v, NBWD__MM256(castsi256_ps)(m));
+}
+
 #define NBWD__KSUFFIX _avx2
 #define NBWD__KTARGET NBWD__TARGET_AVX2
 #define NBWD__V NBWD__M256
@@ -539,6 +556,8 @@ static inline NBWD__TARGET_AVX2 void nbwd__avx2_store_first(float *p, int count,
 #define NBWD__V_STREAM2_BF16(p, v0, v1) NBWD__V_NARROW2_BF16(p, v0, v1)
 #define NBWD__V_RSTD_LANES 4
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
+#define NBWD__V_RELU_KEEP(v, y, bits) nbwd__avx2_relu_keep(v, y, bits)
+#define NBWD__V_RELU_APPLY(v, bits) nbwd__avx2_relu_apply(v, bits)
 #define NBWD__KERNEL_PASS 1
 #include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #endif
@@ -714,6 +733,16 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 }
 #endif /* NBWD__HAVE_AVX512_BF16 */
 
+/* The fused ReLU's mask (as the avx2 layer's), its bits a k-mask */
+static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_relu_keep(NBWD__M512 v, NBWD__M512 y, unsigned *bits) {
+    NBWD__M512I u = NBWD__MM512(castps_si512)(y);
+    NBWD__MASK16 k = (NBWD__MASK16)(NBWD__MM512(cmpgt_epi32_mask)(u, NBWD__MM512(setzero_si512)()) &
+                                    NBWD__MM512(cmple_epi32_mask)(u, NBWD__MM512(set1_epi32)(0x7F800000)));
+    *bits = (unsigned)k;
+    return NBWD__MM512(maskz_mov_ps)(k, v);
+}
+#define nbwd__avx512_relu_apply(v, bits) NBWD__MM512(maskz_mov_ps)((NBWD__MASK16)(bits), v)
+
 /* The avx512 layer (avx512_bf16's table runs its kernels too) */
 #define NBWD__KSUFFIX _avx512
 #define NBWD__KTARGET NBWD__TARGET_AVX512
@@ -748,6 +777,8 @@ static inline NBWD__TARGET_AVX512 NBWD__M256I nbwd__avx512bf16_pack_bf16(NBWD__M
 #define NBWD__NARROW_BF16(v) nbwd__avx512_pack_bf16(v)
 #define NBWD__V_RSTD_LANES 4 /* the avx2 helper, on a ymm of doubles */
 #define NBWD__V_RSTD(v, out, eps) nbwd__avx2_rstd4(v, out, eps)
+#define NBWD__V_RELU_KEEP(v, y, bits) nbwd__avx512_relu_keep(v, y, bits)
+#define NBWD__V_RELU_APPLY(v, bits) nbwd__avx512_relu_apply(v, bits)
 #define NBWD__KERNEL_PASS 1
 #include NORM_BWD_HEADER_FILENAME /* the kernel template over this layer (it #undefs the layer) */
 #endif
@@ -865,6 +896,25 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 }
 #endif /* NBWD__HAVE_NEON_BF16 */
 
+/* The fused ReLU's mask (as the avx2 layer's); the bits gathered without
+   AArch64's across-vector adds, so AArch32 takes the same code */
+static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_relu_keep(NBWD__NT(float32x4_t) v,
+                                                                         NBWD__NT(float32x4_t) y, unsigned *bits) {
+    static const uint32_t lane_bits[4] = {1, 2, 4, 8};
+    NBWD__NT(int32x4_t) u = NBWD__NEON(vreinterpretq_s32_f32)(y);
+    NBWD__NT(uint32x4_t) m = NBWD__NEON(vandq_u32)(NBWD__NEON(vcgtq_s32)(u, NBWD__NEON(vdupq_n_s32)(0)),
+                                                   NBWD__NEON(vcleq_s32)(u, NBWD__NEON(vdupq_n_s32)(0x7F800000)));
+    NBWD__NT(uint32x4_t) b = NBWD__NEON(vandq_u32)(m, NBWD__NEON(vld1q_u32)(lane_bits));
+    NBWD__NT(uint32x2_t) h = NBWD__NEON(vorr_u32)(NBWD__NEON(vget_low_u32)(b), NBWD__NEON(vget_high_u32)(b));
+    *bits = (unsigned)(NBWD__NEON(vget_lane_u32)(h, 0) | NBWD__NEON(vget_lane_u32)(h, 1));
+    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vandq_u32)(NBWD__NEON(vreinterpretq_u32_f32)(v), m));
+}
+static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_relu_apply(NBWD__NT(float32x4_t) v, unsigned bits) {
+    static const uint32_t lane_bits[4] = {1, 2, 4, 8};
+    NBWD__NT(uint32x4_t) m = NBWD__NEON(vtstq_u32)(NBWD__NEON(vdupq_n_u32)(bits), NBWD__NEON(vld1q_u32)(lane_bits));
+    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vandq_u32)(NBWD__NEON(vreinterpretq_u32_f32)(v), m));
+}
+
 /* The neon layer (neon_bf16's table runs its kernels too) */
 #define NBWD__KSUFFIX _neon
 #define NBWD__KTARGET NBWD__TARGET_NEON
@@ -901,6 +951,8 @@ static inline uint16x4_t nbwd__neonbf16_narrow_bf16(float32x4_t v) {
 #endif
 #define NBWD__WIDEN_BF16(h) nbwd__neon_widen_bf16(h)
 #define NBWD__NARROW_BF16(v) nbwd__neon_narrow_bf16(v)
+#define NBWD__V_RELU_KEEP(v, y, bits) nbwd__neon_relu_keep(v, y, bits)
+#define NBWD__V_RELU_APPLY(v, bits) nbwd__neon_relu_apply(v, bits)
 #if !defined(NORM_BWD_SIMD_EMULATE) && !defined(NBWD__SIMD_ARM32) /* SIMDe 0.7.4: no vsqrtq_f64 */
 #define NBWD__V_RSTD_LANES 2
 #define NBWD__V_RSTD(v, out, eps) nbwd__neon_rstd2(v, out, eps)

@@ -865,10 +865,12 @@ static void bn_two_phase(void) {
    to it exactly; every layout, form, dtype combination, both flags, strided
    (dst without a dense block), in place, frozen statistics, two-phase,
    [N, C], threads; and the same bits as the plain call on a masked copy
-   (NXC: the kernels read dst in both passes; many_channels: more than the
-   narrow rows' 4 vectors on every path, C = 67). */
-#define BN_RELU_MAX 2010
-static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads, int many_channels) {
+   (channels: 0 C = 7; 1 C = 67, more than the narrow rows' 4 vectors on
+   every path; 2 C = 80, where NXC f32 rows of whole vectors wider than a
+   path's narrow rows read dst in their first pass and keep the mask as
+   bits: avx2, avx512 and neon). */
+#define BN_RELU_MAX 2400
+static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads, int channels) {
     int64_t dims[4] = {3, 6, 5, 7}, total = 630, i;
     /* on the heap: WASI's 64 KiB stack does not hold them */
     float *dy = (float *)t_xmalloc(7 * BN_RELU_MAX * sizeof(float)), *dst = dy + BN_RELU_MAX;
@@ -876,7 +878,7 @@ static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int t
     float *add = dx2 + BN_RELU_MAX;
     uint16_t *dy16 = (uint16_t *)t_xmalloc(3 * BN_RELU_MAX * sizeof(uint16_t)), *dst16 = dy16 + BN_RELU_MAX;
     uint16_t *m16 = dst16 + BN_RELU_MAX;
-    float mean[67], var[67], gamma[67], dg1[67], db1[67], dg2[67], db2[67];
+    float mean[80], var[80], gamma[80], dg1[80], db1[80], dg2[80], db2[80];
     nbwd_batch_norm_bwd_desc d;
     nbwd_batch_norm_bwd_args a;
     t_rng rng;
@@ -885,13 +887,13 @@ static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int t
     size_t esz = wide ? 4 : 2;
     t_case("BN fused ReLU: the bits of the plain call on the masked diff_dst (%s, %s, flags 0x%x, threads %d, C %d, "
            "isa %s)",
-           layout == NBWD_NCX ? "NCX" : "NXC", t_dtype_name(dt), flag, threads, many_channels ? 67 : 7,
+           layout == NBWD_NCX ? "NCX" : "NXC", t_dtype_name(dt), flag, threads, channels == 1 ? 67 : channels ? 80 : 7,
            nbwd_isa_name(g_test_isa));
-    if (many_channels) { /* N 2, spatial 3 x 5 */
-        C = 67; total = BN_RELU_MAX;
-        dims[0] = 2; dims[1] = 3; dims[2] = 5; dims[3] = 67;
+    if (channels) { /* N 2, spatial 3 x 5 */
+        C = channels == 1 ? 67 : 80; total = 30 * C;
+        dims[0] = 2; dims[1] = 3; dims[2] = 5; dims[3] = C;
     }
-    if (layout == NBWD_NCX) { dims[1] = C; dims[3] = many_channels ? 3 : 6; }
+    if (layout == NBWD_NCX) { dims[1] = C; dims[3] = channels ? 3 : 6; }
     t_rng_seed(&rng, 91 + (uint64_t)flag + (uint64_t)threads);
     for (i = 0; i < total; ++i) {
         double u = t_rng_uniform(&rng, 0.0, 1.0);
@@ -997,6 +999,36 @@ static void bn_fused_relu(void) {
         c.seed = ++g_bseed;
         bn_run(&c);
     }
+    for (k = 0; k < 11; ++k) { /* f32 NXC rows that read dst in pass 1 and keep bits for pass 2 (avx2, neon: C
+                                  48, 40; avx512: 64 KiB a tensor, case 10) */
+        static const int64_t sp3[3] = {3, 2, 5}, sp8[2] = {8, 8};
+        bn_cfg c;
+        bn_defaults(&c);
+        if (k == 8) {
+            int64_t d2[2] = {33, 48};
+            bn_set_dims(&c, 2, d2);
+            c.layout = NBWD_NXC;
+        } else if (k == 10) { /* 64 KiB a tensor: dx's non-temporal stores */
+            bn_shape(&c, NBWD_NXC, 4, 64, 2, sp8);
+        } else {
+            bn_shape(&c, NBWD_NXC, 2, k == 9 ? 40 : 48, k == 9 ? 3 : 2, k == 9 ? sp3 : sp2);
+        }
+        c.relu = NBWD_FUSE_RELU;
+        c.form = (nbwd_stats_form)(k % 3);
+        c.threads = 1 + k % 2;
+        switch (k) {
+        case 2: c.relu_alias = BRA_DX_DST; c.strides = B_PADDED; break; /* dst dense as diff_src, in place */
+        case 3: c.inplace = BIP_DY; break;
+        case 4: c.inplace = BIP_X; c.caller_ws = 1; break;
+        case 5: c.global_stats = 1; break;         /* the sums still run: diff_gamma/diff_beta */
+        case 6: c.params = 0; c.data = BD_BIG_MEAN; break;
+        case 7: c.relu_alias = BRA_DX_DST; c.strides = B_NEGATIVE; break;
+        case 9: c.relu_alias = BRA_DX_DST; c.strides = B_PADDED; c.caller_ws = 1; break; /* outer dims unmerged */
+        default: break;
+        }
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
     for (fl = 0; fl < 2; ++fl) { /* [N, C], gathered channels */
         bn_cfg c;
         int64_t d2[2] = {33, 40};
@@ -1012,7 +1044,7 @@ static void bn_fused_relu(void) {
     for (lay = 0; lay < 2; ++lay)
         for (k = 0; k < 3; ++k)
             for (fl = 0; fl < 2; ++fl)
-                for (v = 0; v < 2; ++v)
+                for (v = 0; v < 3; ++v)
                     bn_relu_bits(lay ? NBWD_NCX : NBWD_NXC, k == 0 ? NBWD_F32 : k == 1 ? NBWD_BF16 : NBWD_F16,
                                  flags[fl], 1 + fl, v);
 }
