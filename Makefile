@@ -28,7 +28,7 @@
 #   make test-mpi      examples/sync_batch_norm.c on mpirun -np 2, 3 (mpi.mk)
 #   make install PREFIX=/usr/local   headers + pkg-config files (norm_bwd.pc,
 #                      norm_bwd-openmp.pc); GPU_HEADER=1 adds norm_bwd_gpu.h
-#                      (never run on a GPU); DESTDIR for staging. CMake:
+#                      (opt-in: it needs nvcc); DESTDIR for staging. CMake:
 #                      cmake -S . -B b && cmake --install b (CMakeLists.txt)
 #   make clean
 # Missing Debian packages are installed with apt-get when run as root;
@@ -182,7 +182,7 @@ check-isa: deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_isa.sh
 
 # The headers and the pkg-config files; norm_bwd_gpu.h only with GPU_HEADER=1
-# (the CUDA path has never run on a GPU).
+# (opt-in: the CUDA path needs nvcc, and only LayerNorm/RMSNorm are tuned).
 install:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 norm_bwd.h norm_bwd_simd.h $(DESTDIR)$(PREFIX)/include/
