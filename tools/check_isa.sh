@@ -14,8 +14,10 @@ printf '#define NORM_BWD_IMPLEMENTATION\n#include "norm_bwd.h"\nint nbwd_check_i
 $CC -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa.o" || { echo "0 passed, 1 failed"; exit 1; }
 objdump -d --no-show-raw-insn "$B/isa.o" > "$B/isa.s"
 
-expect() { # function regex description
-    body=$(awk -v f="<$1>:" '$2 == f { on = 1; next } on && /^$/ { exit } on' "$B/isa.s")
+expect() { # function regex description (the function with the clones the
+            # compiler split off it, such as name.part.0)
+    body=$(awk -v f="$1" '$2 == "<" f ">:" || index($2, "<" f ".") == 1 { on = 1; next } on && /^$/ { on = 0 } on' \
+        "$B/isa.s")
     if [ -z "$body" ]; then FAIL=$((FAIL + 1)); echo "FAIL: $1 not found in the object"; return; fi
     n=$(printf '%s\n' "$body" | grep -cE "$2")
     if [ "$n" -gt 0 ]; then PASS=$((PASS + 1)); echo "ok: $1: $n instructions with $3"
@@ -35,6 +37,8 @@ expect nbwd__planes_apply_16_avx2 'vcvtph2ps' 'F16C widening'
 expect nbwd__planes_apply_16_avx2 'vcvtps2ph' 'F16C narrowing'
 expect nbwd__ln_rows_dx_16_avx2 'vcvtps2ph' 'F16C narrowing'
 expect nbwd__ln_narrow3_f32_avx2 'vmaskmovps' 'masked loads (partial vectors)'
+expect nbwd__bn_relu_rows_f32_avx2 'vfmadd|vfnmadd' 'FMA'
+expect nbwd__bn_relu_rows_f32_avx2 'vmovmskps' "the fused ReLU's mask bits"
 for f in nbwd__planes_reduce_f32_avx512 nbwd__planes_apply_f32_avx512 nbwd__ln_rows_dx_f32_avx512 \
          nbwd__ln_rows_dx_16_avx512 nbwd__ln_narrow2_f32_avx512 nbwd__bn_rows_f32_avx512; do
     expect $f '%zmm' 'zmm registers'
@@ -43,6 +47,8 @@ done
 expect nbwd__planes_apply_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__bn_rows_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__ln_narrow2_f32_avx512 '%k[1-7]' 'mask registers (partial vectors)'
+expect nbwd__bn_relu_rows_f32_avx512 '%zmm' 'zmm registers'
+expect nbwd__bn_relu_rows_f32_avx512 '%k[1-7]' "mask registers (the fused ReLU's bits)"
 for f in nbwd__planes_apply_bf16i_avx512 nbwd__ln_rows_dx_bf16i_avx512 nbwd__ln_narrow2_bf16i_avx512 \
          nbwd__bn_rows_bf16i_avx512 nbwd__add_store_bf16i_avx512 nbwd__narrow_bf16i_avx512; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
@@ -66,6 +72,7 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     if [ -z "$n" ]; then PASS=$((PASS + 1)); echo "ok: BFCVTN only in the bf16i kernels"
     else FAIL=$((FAIL + 1)); echo "FAIL: BFCVTN outside the bf16i kernels: $n"; fi
     expect nbwd__ln_rows_dx_f32_neon 'fmla' 'NEON FMA'
+    expect nbwd__bn_relu_rows_f32_neon 'cmtst' "the fused ReLU's mask from its bits"
 fi
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
