@@ -451,6 +451,7 @@ typedef struct data {
     void *x, *dy, *dx, *dx2;               /* dx2: the peer's output (oneDNN, or the unfused norm + add) */
     void *res;                             /* the residual gradient (res rows), else NULL */
     void *dst, *add;                       /* relu rows: the forward output; diff_src_add (addrelu) */
+    void *masked;                          /* relu rows: the unfused pair's masked diff_dst */
     float *mean, *var, *gamma, *beta, *dg, *db, *dg2, *db2;
     float *ref_dx;                         /* float64 result rounded to f32 */
     double *ref_dg, *ref_db;
@@ -551,6 +552,7 @@ static void data_make(const problem *p, data *D) {
     for (i = 0; i < nsets; ++i) D->var[i] = (float)(s2[i] / per_set);
     if (p->relu) { /* the forward's output, about half of it clipped */
         D->dst = xalloc((size_t)E * esz);
+        if (p->relu == 1) D->masked = xalloc((size_t)E * esz);
         if (p->relu == 2) {
             D->add = xalloc((size_t)E * esz);
             memset(D->add, 0, (size_t)E * esz);
@@ -616,7 +618,7 @@ static void data_reference(const problem *p, data *D) {
 }
 
 static void data_free(data *D) {
-    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->res); free(D->ref_dx); free(D->dst); free(D->add);
+    free(D->x); free(D->dy); free(D->dx); free(D->dx2); free(D->res); free(D->ref_dx); free(D->dst); free(D->add); free(D->masked);
     free(D->mean); free(D->var); free(D->gamma); free(D->beta);
     free(D->dg); free(D->db); free(D->dg2); free(D->db2); free(D->ref_dg); free(D->ref_db); free(D->ws);
     memset(D, 0, sizeof *D);
@@ -693,6 +695,7 @@ typedef struct libcall {
     int caller_ws;
     int unfused; /* res rows' peer: the norm into dx2 (no residual), then dx2 += res in a pass of its own */
     int saved;   /* none rows: the same call with the saved statistics, into dx2 */
+    int relu_pair; /* relu rows: the unfused pair, a mask pass into D->masked, then the plain call into dx2 */
     union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; nbwd_group_norm_bwd_desc gn; } desc;
 } libcall;
 
@@ -774,12 +777,35 @@ static void add_pass(void *dst, const void *res, int dt, int64_t n) {
     }
 }
 
+/* masked = dy where dst > 0, else +0, over n elements of type dt, as a
+   framework's separate ReLU-backward pass would: in parallel, branch-free
+   (about half the outputs are clipped, at random), on the bits (dst's NaN
+   and -0 clipped, as the library's mask) */
+static void relu_mask_pass(void *masked, const void *dy, const void *dst, int dt, int64_t n) {
+    int64_t i;
+    if (dt == NBWD_F32) {
+        const uint32_t *g = (const uint32_t *)dy, *y = (const uint32_t *)dst;
+        uint32_t *m = (uint32_t *)masked;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+        for (i = 0; i < n; ++i) m[i] = g[i] & (0u - (uint32_t)(y[i] - 1u < 0x7F800000u)); /* branch-free */
+    } else {
+        const uint16_t *g = (const uint16_t *)dy, *y = (const uint16_t *)dst;
+        uint16_t *m = (uint16_t *)masked, top = dt == NBWD_BF16 ? 0x7F80u : 0x7C00u;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+        for (i = 0; i < n; ++i) m[i] = (uint16_t)(g[i] & (0u - (unsigned)((uint16_t)(y[i] - 1u) < top)));
+    }
+}
+
 static nbwd_status lib_run(libcall *L) {
     data *D = L->D;
     void *ws = L->caller_ws ? D->ws : NULL;
     size_t wsb = L->caller_ws ? D->ws_bytes : 0;
-    void *dx = L->unfused || L->saved ? D->dx2 : D->dx;
-    float *dg = L->unfused ? D->dg2 : D->dg, *db = L->unfused ? D->db2 : D->db;
+    void *dx = L->unfused || L->saved || L->relu_pair ? D->dx2 : D->dx;
+    float *dg = L->unfused || L->relu_pair ? D->dg2 : D->dg, *db = L->unfused || L->relu_pair ? D->db2 : D->db;
     const void *res = L->unfused ? NULL : D->res;
     const int none = L->p->none, stats = !none || L->saved; /* none rows: x alone, or the saved statistics */
     nbwd_status s;
@@ -806,10 +832,15 @@ static nbwd_status lib_run(libcall *L) {
         nbwd_batch_norm_bwd_args a;
         memset(&a, 0, sizeof a);
         a.src = D->x; a.diff_dst = D->dy; a.mean = D->mean; a.variance = D->var; a.gamma = D->gamma;
-        a.diff_src = D->dx;
-        if (!L->p->frozen) { a.diff_gamma = D->dg; a.diff_beta = D->db; }
+        a.diff_src = dx;
+        if (!L->p->frozen) { a.diff_gamma = dg; a.diff_beta = db; }
         a.dst = D->dst;
         a.diff_src_add = D->add;
+        if (L->relu_pair) { /* desc.flags without the ReLU (see relu_pair_setup) */
+            relu_mask_pass(D->masked, D->dy, D->dst, L->p->dt, prob_elems(L->p));
+            a.diff_dst = D->masked;
+            a.dst = NULL;
+        }
         return nbwd_batch_norm_bwd(&L->desc.bn, &a, ws, wsb);
     }
     if (s == NBWD_OK && L->unfused) add_pass(dx, D->res, L->p->dt, prob_elems(L->p));
@@ -1338,6 +1369,7 @@ int main(int argc, char **argv) {
         for (t = 0; t < nthr && nrows < MAX_ROWS; ++t) {
             row *r = &rows[nrows++];
             check c;
+            double pair_med, pair_ratio; /* relu rows: the unfused pair (see relu_pair) */
             timing tm;
             nbwd_status s;
             uint64_t hsh;
@@ -1378,6 +1410,22 @@ int main(int argc, char **argv) {
             if (time_it(run_lib_cb, &L, &tm)) { fprintf(stderr, "*** nbwd call failed while timing\n"); any_fail = 1; }
             r->reps = tm.reps; r->med = tm.med; r->min = tm.min; r->max = tm.max;
             r->gbs = bytes / tm.med * 1e-9;
+            pair_med = pair_ratio = 0.0;
+            if (p->relu == 1) { /* beside the peer: the unfused pair (a mask pass, then the plain call), in turns */
+                libcall U = L;
+                check c2;
+                U.relu_pair = 1;
+                U.desc.bn.flags = 0;
+                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
+                if (lib_run(&U) == NBWD_OK) {
+                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
+                    if (!c2.ok)
+                        fprintf(stderr, "\n*** unfused ReLU pair check failed: %s %s %s: %s\n", OP_LABEL(p), p->shape,
+                                dt_name(p->dt), c2.msg);
+                    else if (time_pair(run_lib_cb, &L, run_lib_cb, &U, &tm, &pair_med, &pair_ratio) != 0)
+                        pair_med = pair_ratio = 0.0;
+                }
+            }
             /* oneDNN takes its thread count when the primitive is created
                (its OpenMP regions name it), so one primitive per thread count */
             if (p->none) { /* the peer: the ggml-style loop; beside it the saved-statistics call */
@@ -1463,6 +1511,11 @@ int main(int argc, char **argv) {
             }
             bench_dnnl_destroy(h);
             h = NULL;
+            if (pair_med > 0.0) { /* the unfused pair's median and its median ratio to the fused call (> 1: fused faster) */
+                size_t u = strlen(r->dnnl_impl);
+                snprintf(r->dnnl_impl + u, sizeof r->dnnl_impl - u, "%spair %.3f ms (%.2fx)", u ? "; " : "",
+                         pair_med * 1e3, pair_ratio);
+            }
             fprintf(stderr, "  [%d/%d] %s %s %s %s %dT: %.3f ms, %.2f GB/s\n", i + 1, nprob, OP_LABEL(p),
                     layout_name[p->layout], p->shape, dt_name(p->dt), thr[t], r->med * 1e3, r->gbs);
         }
@@ -1535,6 +1588,7 @@ int main(int argc, char **argv) {
            "%%ceil: of the row's ceiling (DRAM: the better store kind); %%rs: of the regular-store ceiling.\n"
            "speedup: the peer's calls timed in turns with norm_bwd's, the median of the per-turn ratios peer / norm_bwd (> 1: norm_bwd faster;\n"
            "dnnl_ms: the peer's median in those turns); the peer is oneDNN, but on +res rows the unfused pair (the call without the residual, then a separate add);\n"
+           "BNr rows also give, in the impl column, the unfused pair's median (a ReLU-mask pass, then the plain call) and the median of pair / fused in turns (> 1: fused faster);\n"
            "on none rows (statistics computed in the call, no gamma, diff_src alone) a ggml-style loop that recomputes them, and the\n"
            "impl column gives the saved-statistics call's median and the median of saved / none over calls timed in turns (> 1: the none call faster).\n\n",
            caller_ws ? "from the caller" : "NULL (library allocates)");
