@@ -239,13 +239,13 @@
      or spatial dims (NCX) must be dense, as diff_src's); the kernels then
      read it from there. NBWD_FUSE_RELU in nbwd_batch_norm_bwd with
      diff_src and both passes (not frozen statistics without diff_gamma),
-     on f32 NXC (or [N, C]) data with dst's channels dense, on the avx2,
-     avx512 and neon paths, with C a multiple of 8, 16 and 4 there and
-     over 32, 64 and 16 (or of any size when the tensor is over
-     NORM_BWD_STREAM_BYTES): the first pass reads dst beside diff_dst and
-     keeps the mask, one bit per element, in the workspace for the second;
-     dst is read once, nothing is staged.
-     Otherwise (sse, scalar, 16-bit data, ...) it stages the masked
+     on NXC (or [N, C]) data of any type with dst's channels dense, on the
+     avx2, avx512 and neon paths (not 32-bit Arm's f16 data), with C a
+     multiple of 8, 16 and 4 there and over 32, 64 and 16 (or of any size
+     when the tensor is over NORM_BWD_STREAM_BYTES): the first pass reads
+     dst beside diff_dst and keeps the mask, one bit per element, in the
+     workspace for the second; dst is read once, nothing is staged.
+     Otherwise (sse, scalar, NCX, ...) it stages the masked
      diff_dst in diff_src (not when that is src or xhat, in place) or,
      without one, in the workspace: one pass over dy and dst more than the
      plain call. The size query counts N * spatial * C elements more for
@@ -530,7 +530,11 @@
    denormals, so vectors holding one, found by VFPCLASSPS, take the integer
    rounding); all
    assume the default floating-point environment (nearest even, no FTZ/DAZ;
-   32-bit Arm's neon: above).
+   32-bit Arm's neon: above). Where sse (x86-64) or neon (AArch64) always
+   runs, the scalar path is a reference that only a forced choice reaches:
+   gcc compiles its kernels at -O1 there (the same values, NaN payloads
+   aside; bf16 rows take about 1.3-1.7x the time they took at -O2), so
+   that the compile time goes to the paths that run.
    x86 kernels carry target attributes, so a plain `cc -O2` build holds them
    all; the first call detects the CPU (cpuid + xgetbv for OS state; NEON is
    baseline on AArch64, getauxval(AT_HWCAP2) tells BF16, AT_HWCAP on
@@ -551,7 +555,7 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 8.0 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
+   about 7.9 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
    about twice the time; clang 14: 7.8-9.0 s in recent runs, its timing
    the least steady, 150 MB), and about 1.5 s at -O0 (helpers are forced
    inline only when optimizing, so a debug build calls them); other files
@@ -925,8 +929,9 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
    -O1 by gcc and for size by clang, which then do not spend their loop and
    inlining passes on it, a good part of the implementation file's compile
    time (make compile-cost). Each such function carries it, so that its
-   optimisation level moves with it. (Not the scalar kernels, nor the
-   drivers' per-batch loops: at -O1 their conversions are calls.) */
+   optimisation level moves with it. (Not the drivers' per-batch loops: at
+   -O1 their f16 conversions are calls. The scalar kernels: see
+   NBWD__SCALAR_FORCED_ONLY.) */
 #if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__)
 #define NBWD__PLAN_FN __attribute__((optimize("O1", "fp-contract=off")))
 #elif defined(__clang__) && defined(__OPTIMIZE__)
@@ -1095,12 +1100,14 @@ static double nbwd__now(void) { /* seconds, for NORM_BWD_VERBOSE=2 */
 }
 
 /* ----------------------------------------------------------- conversions */
-static uint32_t nbwd__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float nbwd__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+NBWD__INLINE uint32_t nbwd__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+NBWD__INLINE float nbwd__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-static float nbwd__bf16_to_f32(uint16_t v) { return nbwd__bits_f32((uint32_t)v << 16); }
+/* bf16's two, always inlined (the scalar kernels' may be compiled at -O1,
+   see NBWD__SCALAR_FORCED_ONLY; f16's stay calls there, as at -O2) */
+NBWD__INLINE float nbwd__bf16_to_f32(uint16_t v) { return nbwd__bits_f32((uint32_t)v << 16); }
 
-static uint16_t nbwd__f32_to_bf16(float f) {
+NBWD__INLINE uint16_t nbwd__f32_to_bf16(float f) {
     uint32_t u = nbwd__f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
     u += 0x7fffu + ((u >> 16) & 1u);                                            /* nearest even */
@@ -1218,7 +1225,7 @@ typedef struct nbwd__rows {
     float eps;
     nbwd__chans chans;              /* BatchNorm NXC: per-channel coefficients, partials (pass 1) */
     const char *res;                /* LayerNorm: a residual gradient added to dx in its pass, or NULL */
-    /* BatchNorm NXC's fused ReLU (f32 rows of whole vectors, on a path
+    /* BatchNorm NXC's fused ReLU (rows of whole vectors, on a path
        with the mask's operations; else keep NULL): pass 1 (dx NULL) masks
        dy by relu_dst (the forward output, row i at res_off[i]) and keeps
        the mask as bits, pass 2 masks dy by them: row i's at
@@ -1288,10 +1295,11 @@ typedef struct nbwd__kernels {
     /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
     void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
-    /* BatchNorm NXC's fused ReLU in the row kernels (f32): the bits' lanes
-       per word (the vector width), 0 where the path stages the mask; and
-       the widest f32 rows the registers-resident narrow body takes */
-    int relu_lanes, bn_narrow_cols;
+    /* BatchNorm NXC's fused ReLU in the row kernels, per data type: the
+       bits' lanes per word (the vector width), 0 where the data type's
+       kernels stage the mask; and the widest f32 rows the
+       registers-resident narrow body takes */
+    int relu_lanes[3], bn_narrow_cols;
 } nbwd__kernels;
 
 /* Non-temporal stores only ever write whole 64-byte lines: a line written
@@ -1320,7 +1328,27 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 /* The portable path: the kernel template over one-lane "vectors" (the
    scalar layer; the SIMD layers are in norm_bwd_simd.h). */
 #define NBWD__KSUFFIX _scalar
+/* Where a SIMD path always runs (x86-64's sse through SIMDe, AArch64's
+   neon), only a forced path (NBWD_ISA_SCALAR, NORM_BWD_ISA=scalar) reaches
+   the scalar kernels: gcc compiles them at -O1 there, a reference rather
+   than a path to tune, and the compile time goes to the kernels that run
+   (bench/NOTES.md). Elsewhere they are the portable path, at the build's
+   level. (The check that such a path was compiled follows the SIMD
+   layers.) */
+#if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__) && !defined(NORM_BWD_NO_SIMD)
+#if defined(__aarch64__) && !defined(NORM_BWD_NO_NEON)
+#define NBWD__SCALAR_FORCED_ONLY 1
+#elif defined(__x86_64__) && !defined(NORM_BWD_NO_SSE) && defined(__has_include)
+#if __has_include(<simde/x86/sse2.h>)
+#define NBWD__SCALAR_FORCED_ONLY 1
+#endif
+#endif
+#endif
+#if defined(NBWD__SCALAR_FORCED_ONLY)
+#define NBWD__KTARGET __attribute__((optimize("O1", "fp-contract=off")))
+#else
 #define NBWD__KTARGET
+#endif
 #define NBWD__V float
 #define NBWD__VW 1
 #define NBWD__V_ZERO() 0.0f
@@ -1956,7 +1984,7 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt
     return NBWD__XHAT_OF(NBWD__K(nbwd__load_data)(x, j, lanes, dt), NBWD__K(nbwd__load)(ch.xm + j, lanes),
                          NBWD__K(nbwd__load)(ch.xs + j, lanes));
 }
-/* keep (f32 rows with the fused ReLU, see nbwd__rows.keep; else NULL):
+/* keep (rows with the fused ReLU, see nbwd__rows.keep; else NULL):
    dy masked by dst (y), its mask's bits kept */
 NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, const void *y,
                                             uint16_t *keep, int dt, int64_t j, int lanes) {
@@ -2633,17 +2661,19 @@ static NBWD__KTARGET void NBWD__KF(nbwd__ln_rows)(const nbwd__rows *r) {
     if (!r->dx) NBWD__K(nbwd__ln_rows_sums)(r, dt, r->cols);
     else NBWD__KF(nbwd__ln_rows_dx)(r, r->cols);
 }
-#if NBWD__HAS_RELU_BITS && NBWD__FMT == NBWD__FMT_F32
-/* f32 BatchNorm NXC rows with the fused ReLU's bits (16-bit data stages
-   the mask) */
+#if NBWD__HAS_RELU_BITS
+/* BatchNorm NXC rows with the fused ReLU's bits (16-bit data: dst widened,
+   whose f32 test is the 16-bit one's; on avx2 a copy per data type, as the
+   plain rows) */
 NBWD__NOINLINE NBWD__KTARGET void NBWD__KF(nbwd__bn_relu_rows)(const nbwd__rows *r) {
-    NBWD__KF(nbwd__bn_rows_body)(r, NBWD_F32, 1);
+    const int dt = NBWD__FMT_DT(r->dt);
+    NBWD__BY_DT(dt, NBWD__KF(nbwd__bn_rows_body)(r, dt_, 1));
 }
 #endif
 /* A batch of BatchNorm (GroupNorm) rows */
 static NBWD__KTARGET void NBWD__KF(nbwd__bn_rows)(const nbwd__rows *r) {
     const int dt = NBWD__FMT_DT(r->dt);
-#if NBWD__HAS_RELU_BITS && NBWD__FMT == NBWD__FMT_F32
+#if NBWD__HAS_RELU_BITS
     if (r->keep) {
         NBWD__KF(nbwd__bn_relu_rows)(r);
         return;
@@ -2809,6 +2839,9 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #endif
 #include "norm_bwd_simd.h"
 #endif
+#if defined(NBWD__SCALAR_FORCED_ONLY) && !defined(NBWD__HAVE_SSE) && !defined(NBWD__HAVE_NEON)
+#error "norm_bwd.h: internal: the scalar kernels were compiled as a forced path only, but no SIMD path that always runs was"
+#endif
 
 /* -------------------------------------------------------- kernel tables */
 /* Which compiled kernel runs, for each path, kind of kernel and data type:
@@ -2832,8 +2865,8 @@ static const nbwd__kernels nbwd__kernels_scalar = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_16_scalar},
     {nbwd__row_stats_f32_scalar, nbwd__row_stats_16_scalar, nbwd__row_stats_16_scalar},
     {nbwd__col_stats_f32_scalar, nbwd__col_stats_16_scalar, nbwd__col_stats_16_scalar},
-    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar, nbwd__relu_lanes_scalar,
-    nbwd__bn_narrow_cols_scalar};
+    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar,
+    {nbwd__relu_lanes_scalar, nbwd__relu_lanes_scalar, nbwd__relu_lanes_scalar}, nbwd__bn_narrow_cols_scalar};
 #if defined(NBWD__HAVE_SSE)
 static const nbwd__kernels nbwd__kernels_sse = {
     NBWD_ISA_SSE,
@@ -2847,8 +2880,8 @@ static const nbwd__kernels nbwd__kernels_sse = {
     {NULL, nbwd__narrow_16_sse, nbwd__narrow_16_sse},
     {nbwd__row_stats_f32_sse, nbwd__row_stats_16_sse, nbwd__row_stats_16_sse},
     {nbwd__col_stats_f32_sse, nbwd__col_stats_16_sse, nbwd__col_stats_16_sse},
-    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse, nbwd__relu_lanes_sse,
-    nbwd__bn_narrow_cols_sse};
+    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse,
+    {nbwd__relu_lanes_sse, nbwd__relu_lanes_sse, nbwd__relu_lanes_sse}, nbwd__bn_narrow_cols_sse};
 #endif
 #if defined(NBWD__HAVE_AVX2)
 static const nbwd__kernels nbwd__kernels_avx2 = {
@@ -2863,8 +2896,8 @@ static const nbwd__kernels nbwd__kernels_avx2 = {
     {NULL, nbwd__narrow_16_avx2, nbwd__narrow_16_avx2},
     {nbwd__row_stats_f32_avx2, nbwd__row_stats_16_avx2, nbwd__row_stats_16_avx2},
     {nbwd__col_stats_f32_avx2, nbwd__col_stats_16_avx2, nbwd__col_stats_16_avx2},
-    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2, nbwd__relu_lanes_avx2,
-    nbwd__bn_narrow_cols_avx2};
+    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2,
+    {nbwd__relu_lanes_avx2, nbwd__relu_lanes_avx2, nbwd__relu_lanes_avx2}, nbwd__bn_narrow_cols_avx2};
 #endif
 #if defined(NBWD__HAVE_AVX512)
 static const nbwd__kernels nbwd__kernels_avx512 = {
@@ -2879,8 +2912,8 @@ static const nbwd__kernels nbwd__kernels_avx512 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_16_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__relu_lanes_avx512,
-    nbwd__bn_narrow_cols_avx512};
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512,
+    {nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512}, nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_AVX512_BF16) /* avx512's kernels, bf16 narrowed by VCVTNEPS2BF16 */
 static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
@@ -2895,8 +2928,8 @@ static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_bf16i_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__relu_lanes_avx512,
-    nbwd__bn_narrow_cols_avx512};
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512,
+    {nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512}, nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_NEON) && defined(NBWD__NEON_NO_F16)
 /* 32-bit Arm: no f16 vector conversions, f16 data runs the scalar kernels */
@@ -2912,8 +2945,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_bf16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_scalar, nbwd__row_stats_bf16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_scalar, nbwd__col_stats_bf16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
-    nbwd__bn_narrow_cols_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    {nbwd__relu_lanes_neon, 0, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #elif defined(NBWD__HAVE_NEON)
 static const nbwd__kernels nbwd__kernels_neon = {
     NBWD_ISA_NEON,
@@ -2927,8 +2960,8 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
-    nbwd__bn_narrow_cols_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    {nbwd__relu_lanes_neon, nbwd__relu_lanes_neon, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #endif
 #if defined(NBWD__HAVE_NEON_BF16) /* neon's kernels, bf16 narrowed by BFCVTN */
 static const nbwd__kernels nbwd__kernels_neon_bf16 = {
@@ -2943,8 +2976,8 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_bf16i_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__relu_lanes_neon,
-    nbwd__bn_narrow_cols_neon};
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    {nbwd__relu_lanes_neon, nbwd__relu_lanes_neon, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #endif
 
 /* The drivers' calls into a path's kernels: the table's function for the
@@ -5230,7 +5263,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     if ((s = nbwd__bn_validate(desc, args, sums, &p, NULL)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
-    /* NBWD_FUSE_RELU on dense f32 NXC rows, both passes, on a path whose row
+    /* NBWD_FUSE_RELU on dense NXC rows, both passes, on a path whose row
        kernels take the mask: pass 1 reads dst beside dy and keeps the mask
        as bits in the workspace (in the masked dy's place, which is larger),
        pass 2 reads them; nothing is staged. Rows of whole vectors only (the
@@ -5238,11 +5271,12 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
        call runs in registers (nbwd__bn_narrow_body) do so only out of
        cache, where the bytes decide (in cache the staged mask over that
        kernel took fewer instructions). */
-    relu_bits = p.relu == NBWD_FUSE_RELU && p.nxc && !p.gather && p.dt == NBWD_F32 && r.k->relu_lanes > 0 &&
-                p.C % r.k->relu_lanes == 0 && !sums && args->diff_src && (!p.global_stats || args->diff_gamma) &&
+    relu_bits = p.relu == NBWD_FUSE_RELU && p.nxc && !p.gather && r.k->relu_lanes[p.dt] > 0 &&
+                p.C % r.k->relu_lanes[p.dt] == 0 && !sums && args->diff_src && (!p.global_stats || args->diff_gamma) &&
                 p.M > 0 && p.C > 0 && p.st[NBWD__BN_DST][p.rank - 1] == 1 &&
-                (p.C > r.k->bn_narrow_cols || (double)p.M * (double)p.C * 4.0 >= (double)NORM_BWD_STREAM_BYTES);
-    if (relu_bits) r.keep_words = p.C / r.k->relu_lanes;
+                (p.C > r.k->bn_narrow_cols ||
+                 (double)p.M * (double)p.C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES);
+    if (relu_bits) r.keep_words = p.C / r.k->relu_lanes[p.dt];
     /* Otherwise NBWD_FUSE_RELU stages the masked dy in diff_src where there
        is one (elementwise, so diff_src may be dy or dst; not x, read after
        it): no workspace of the tensor's size to allocate and fault in */

@@ -866,9 +866,9 @@ static void bn_two_phase(void) {
    (dst without a dense block), in place, frozen statistics, two-phase,
    [N, C], threads; and the same bits as the plain call on a masked copy
    (channels: 0 C = 7; 1 C = 67, more than the narrow rows' 4 vectors on
-   every path; 2 C = 80, where NXC f32 rows of whole vectors wider than a
+   every path; 2 C = 80, where NXC rows of whole vectors wider than a
    path's narrow rows read dst in their first pass and keep the mask as
-   bits: avx2, avx512 and neon). */
+   bits, f32 and 16-bit data: avx2, avx512 and neon). */
 #define BN_RELU_MAX 2400
 static void bn_relu_bits(nbwd_layout layout, nbwd_dtype dt, unsigned flag, int threads, int channels) {
     int64_t dims[4] = {3, 6, 5, 7}, total = 630, i;
@@ -999,24 +999,26 @@ static void bn_fused_relu(void) {
         c.seed = ++g_bseed;
         bn_run(&c);
     }
-    for (k = 0; k < 11; ++k) { /* f32 NXC rows that read dst in pass 1 and keep bits for pass 2 (avx2, neon: C
-                                  48, 40; avx512: 64 KiB a tensor, case 10) */
+    for (k = 0; k < 33; ++k) { /* NXC rows that read dst in pass 1 and keep bits for pass 2 (avx2, neon: C 48,
+                                  40; avx512: 64 KiB a tensor, case 10), f32, bf16 and f16 (widened dst) */
         static const int64_t sp3[3] = {3, 2, 5}, sp8[2] = {8, 8};
+        const nbwd_dtype dt = k < 11 ? NBWD_F32 : k < 22 ? NBWD_BF16 : NBWD_F16;
         bn_cfg c;
         bn_defaults(&c);
-        if (k == 8) {
+        if (k % 11 == 8) {
             int64_t d2[2] = {33, 48};
             bn_set_dims(&c, 2, d2);
             c.layout = NBWD_NXC;
-        } else if (k == 10) { /* 64 KiB a tensor: dx's non-temporal stores */
-            bn_shape(&c, NBWD_NXC, 4, 64, 2, sp8);
+        } else if (k % 11 == 10) { /* 64 KiB a tensor: dx's non-temporal stores */
+            bn_shape(&c, NBWD_NXC, dt == NBWD_F32 ? 4 : 8, 64, 2, sp8);
         } else {
-            bn_shape(&c, NBWD_NXC, 2, k == 9 ? 40 : 48, k == 9 ? 3 : 2, k == 9 ? sp3 : sp2);
+            bn_shape(&c, NBWD_NXC, 2, k % 11 == 9 ? 40 : 48, k % 11 == 9 ? 3 : 2, k % 11 == 9 ? sp3 : sp2);
         }
+        c.dt = dt;
         c.relu = NBWD_FUSE_RELU;
         c.form = (nbwd_stats_form)(k % 3);
         c.threads = 1 + k % 2;
-        switch (k) {
+        switch (k % 11) {
         case 2: c.relu_alias = BRA_DX_DST; c.strides = B_PADDED; break; /* dst dense as diff_src, in place */
         case 3: c.inplace = BIP_DY; break;
         case 4: c.inplace = BIP_X; c.caller_ws = 1; break;

@@ -39,6 +39,8 @@ expect nbwd__ln_rows_dx_16_avx2 'vcvtps2ph' 'F16C narrowing'
 expect nbwd__ln_narrow3_f32_avx2 'vmaskmovps' 'masked loads (partial vectors)'
 expect nbwd__bn_relu_rows_f32_avx2 'vfmadd|vfnmadd' 'FMA'
 expect nbwd__bn_relu_rows_f32_avx2 'vmovmskps' "the fused ReLU's mask bits"
+expect nbwd__bn_relu_rows_16_avx2 'vmovmskps' "the fused ReLU's mask bits"
+expect nbwd__bn_relu_rows_16_avx2 'vcvtph2ps' 'F16C widening'
 for f in nbwd__planes_reduce_f32_avx512 nbwd__planes_apply_f32_avx512 nbwd__ln_rows_dx_f32_avx512 \
          nbwd__ln_rows_dx_16_avx512 nbwd__ln_narrow2_f32_avx512 nbwd__bn_rows_f32_avx512; do
     expect $f '%zmm' 'zmm registers'
@@ -49,8 +51,10 @@ expect nbwd__bn_rows_16_avx512 '%k[1-7]' 'mask registers (bf16 NaN lanes)'
 expect nbwd__ln_narrow2_f32_avx512 '%k[1-7]' 'mask registers (partial vectors)'
 expect nbwd__bn_relu_rows_f32_avx512 '%zmm' 'zmm registers'
 expect nbwd__bn_relu_rows_f32_avx512 '%k[1-7]' "mask registers (the fused ReLU's bits)"
+expect nbwd__bn_relu_rows_16_avx512 '%k[1-7]' "mask registers (the fused ReLU's bits)"
 for f in nbwd__planes_apply_bf16i_avx512 nbwd__ln_rows_dx_bf16i_avx512 nbwd__ln_narrow2_bf16i_avx512 \
-         nbwd__bn_rows_bf16i_avx512 nbwd__add_store_bf16i_avx512 nbwd__narrow_bf16i_avx512; do
+         nbwd__bn_rows_bf16i_avx512 nbwd__bn_relu_rows_bf16i_avx512 nbwd__add_store_bf16i_avx512 \
+         nbwd__narrow_bf16i_avx512; do
     expect $f 'vcvtneps2bf16' 'AVX512_BF16 narrowing'
 done
 expect nbwd__ln_rows_dx_bf16i_avx512 'vfpclassps' 'AVX512DQ denormal test (VFPCLASSPS)'
@@ -65,7 +69,7 @@ expect nbwd__planes_apply_16_sse '%xmm' 'xmm registers'
 if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     aarch64-linux-gnu-gcc -std=c99 -O2 -I. -c "$B/isa.c" -o "$B/isa_a64.o" || { FAIL=$((FAIL + 1)); echo "FAIL: aarch64 build"; }
     aarch64-linux-gnu-objdump -d --no-show-raw-insn "$B/isa_a64.o" > "$B/isa.s"
-    for f in nbwd__ln_rows_dx_bf16i_neon nbwd__bn_rows_bf16i_neon nbwd__narrow_bf16i_neon; do
+    for f in nbwd__ln_rows_dx_bf16i_neon nbwd__bn_rows_bf16i_neon nbwd__bn_relu_rows_bf16i_neon nbwd__narrow_bf16i_neon; do
         expect $f 'bfcvtn' 'BFCVTN (Armv8.6 BF16) narrowing'
     done
     n=$(awk '/^[0-9a-f]+ <nbwd__/ { f = $2 } /bfcvtn/ && f !~ /_bf16i_neon>:$/ { print f }' "$B/isa.s" | sort -u)
@@ -73,6 +77,7 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     else FAIL=$((FAIL + 1)); echo "FAIL: BFCVTN outside the bf16i kernels: $n"; fi
     expect nbwd__ln_rows_dx_f32_neon 'fmla' 'NEON FMA'
     expect nbwd__bn_relu_rows_f32_neon 'cmtst' "the fused ReLU's mask from its bits"
+    expect nbwd__bn_relu_rows_16_neon 'cmtst' "the fused ReLU's mask from its bits"
 fi
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
