@@ -855,6 +855,20 @@ typedef struct timing {
 typedef int (*run_fn)(void *ctx);
 static int run_lib_cb(void *ctx) { return lib_run((libcall *)ctx) == NBWD_OK ? 0 : -1; }
 
+/* A variant of the row's call (the unfused pair, the saved-statistics
+   call), writing dx2, dg2, db2: run once and checked against the
+   reference into *c (a failure named on stderr as `what`); -1 if the call
+   itself failed. */
+static int run_variant_checked(const problem *p, data *D, libcall *U, const char *what, int threads, check *c) {
+    memset(D->dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
+    if (lib_run(U) != NBWD_OK) return -1;
+    do_check(p, D, D->dx2, D->dg2, D->db2, c);
+    if (!c->ok)
+        fprintf(stderr, "\n*** %s check failed: %s %s %s, %d threads: %s\n", what, OP_LABEL(p), p->shape,
+                dt_name(p->dt), threads, c->msg);
+    return 0;
+}
+
 /* The none rows' peer: a backward that recomputes each row's statistics
    from x, written for this bench the way ggml writes rms_norm_back (f32
    products summed in double in one pass over the row, then dx through f32
@@ -1416,15 +1430,9 @@ int main(int argc, char **argv) {
                 check c2;
                 U.relu_pair = 1;
                 U.desc.bn.flags = 0;
-                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
-                if (lib_run(&U) == NBWD_OK) {
-                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
-                    if (!c2.ok)
-                        fprintf(stderr, "\n*** unfused ReLU pair check failed: %s %s %s: %s\n", OP_LABEL(p), p->shape,
-                                dt_name(p->dt), c2.msg);
-                    else if (time_pair(run_lib_cb, &L, run_lib_cb, &U, &tm, &pair_med, &pair_ratio) != 0)
-                        pair_med = pair_ratio = 0.0;
-                }
+                if (run_variant_checked(p, &D, &U, "unfused ReLU pair", thr[t], &c2) == 0 && c2.ok &&
+                    time_pair(run_lib_cb, &L, run_lib_cb, &U, &tm, &pair_med, &pair_ratio) != 0)
+                    pair_med = pair_ratio = 0.0;
             }
             /* oneDNN takes its thread count when the primitive is created
                (its OpenMP regions name it), so one primitive per thread count */
@@ -1435,12 +1443,7 @@ int main(int argc, char **argv) {
                 double saved_med = 0.0, saved_ratio = 0.0;
                 U.saved = 1;
                 U.desc.ln.stats_form = NBWD_STATS_MEAN_VARIANCE; /* (RMSNorm's MEAN_SQUARE) */
-                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
-                if (lib_run(&U) == NBWD_OK) {
-                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
-                    if (!c2.ok)
-                        fprintf(stderr, "\n*** saved-statistics check failed: %s %s %s: %s\n", OP_LABEL(p), p->shape,
-                                dt_name(p->dt), c2.msg);
+                if (run_variant_checked(p, &D, &U, "saved-statistics", thr[t], &c2) == 0) {
                     /* in turns with the none call: the ratio is the point */
                     if (time_pair(run_lib_cb, &L, run_lib_cb, &U, &tm, &saved_med, &saved_ratio) == 0) {
                         r->reps = tm.reps; r->med = tm.med; r->min = tm.min; r->max = tm.max;
@@ -1464,12 +1467,7 @@ int main(int argc, char **argv) {
                 libcall U = L;
                 check c2;
                 U.unfused = 1;
-                memset(D.dx2, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
-                if (lib_run(&U) == NBWD_OK) {
-                    do_check(p, &D, D.dx2, D.dg2, D.db2, &c2);
-                    if (!c2.ok)
-                        fprintf(stderr, "\n*** unfused result check failed: %s %s %s, %d threads: %s\n", OP_LABEL(p),
-                                p->shape, dt_name(p->dt), thr[t], c2.msg);
+                if (run_variant_checked(p, &D, &U, "unfused result", thr[t], &c2) == 0) {
                     if (time_peer(run_lib_cb, &U, &L, c2.ok, bytes, r) == 0)
                         snprintf(r->dnnl_impl, sizeof r->dnnl_impl, "unfused: norm_bwd, then add");
                 }
