@@ -237,19 +237,28 @@
      added tensor's gradient, the masked diff_dst, to args.diff_src_add
      (required; data dtype, desc.diff_src_add_strides, whose channels (NXC)
      or spatial dims (NCX) must be dense, as diff_src's); the kernels then
-     read it from there. NBWD_FUSE_RELU in nbwd_batch_norm_bwd with
-     diff_src and both passes (not frozen statistics without diff_gamma),
-     on NXC (or [N, C]) data of any type with dst's channels dense, on the
-     avx2, avx512 and neon paths (not 32-bit Arm's f16 data), with C a
-     multiple of 8, 16 and 4 there and over 32, 64 and 16 (or of any size
-     when the tensor is over NORM_BWD_STREAM_BYTES): the first pass reads
-     dst beside diff_dst and keeps the mask, one bit per element, in the
-     workspace for the second; dst is read once, nothing is staged.
-     Otherwise (sse, scalar, NCX, ...) it stages the masked
-     diff_dst in diff_src (not when that is src or xhat, in place) or,
-     without one, in the workspace: one pass over dy and dst more than the
-     plain call. The size query counts N * spatial * C elements more for
-     either; a call that allocates its own takes only what it uses (none
+     read it from there. How the mask is found: on NXC (or [N, C]) data
+     with dst's channels dense, in nbwd_batch_norm_bwd with diff_src and
+     both passes (not frozen statistics without diff_gamma), on the avx2,
+     avx512 and neon paths (not 32-bit Arm's f16 data), with C a multiple
+     of 8, 16 and 4 there and over 32, 64 and 16 (or of any size when the
+     tensor is over NORM_BWD_STREAM_BYTES), the first pass reads dst beside
+     diff_dst and keeps the mask, one bit per element, in the workspace for
+     the second: dst is read once and NBWD_FUSE_RELU stages nothing; so
+     does NBWD_FUSE_ADD_RELU on f32 data whose diff_src_add has diff_dst's
+     strides, its first pass writing diff_src_add too. On NCX data with
+     dst's spatial dims dense (not in the two-phase calls, nor with fewer
+     channels than threads) the masked diff_dst is staged a block of
+     channels at a time, just before the block's passes read it back from
+     the cache: NBWD_FUSE_ADD_RELU's in diff_src_add, NBWD_FUSE_RELU's in a
+     block-sized slot of the workspace per thread. Otherwise (NXC on sse
+     and scalar, 16-bit add + ReLU on NXC, the two-phase calls, ...) a pass
+     of its own stages it for the whole tensor, in diff_src_add, else
+     diff_src (not when that is src or xhat), else the workspace: one pass
+     over dy and dst more than the plain call. The size query counts N *
+     spatial * C elements more for NBWD_FUSE_RELU, and for
+     NBWD_FUSE_ADD_RELU on f32 NXC data the bits (2 bytes per 4 channels of
+     a row); a call that allocates its own takes only what it uses (none
      when it stages in diff_src). The flags hold for the
      two-phase calls too: both mask, and with NBWD_FUSE_ADD_RELU both write
      diff_src_add (the same values). diff_src_add may be exactly diff_dst
@@ -489,9 +498,11 @@
                                 with non-temporal stores (default 8 MiB; not
                                 BatchNorm NCX planes under 1 KiB, nor NXC
                                 rows over NBWD_FUSE_RELU's masked diff_dst
-                                staged in diff_src); from this size on,
-                                NBWD_FUSE_RELU's narrow NXC rows keep the
-                                mask as bits too (see BatchNorm)
+                                staged in diff_src), and so is the
+                                diff_src_add that NBWD_FUSE_ADD_RELU's first
+                                NXC pass writes; from this size on, the
+                                fused ReLU's narrow NXC rows keep the mask
+                                as bits too (see BatchNorm)
      NORM_BWD_IDE               editors: where this file itself is the file
                                 parsed (clangd, Qt Creator, Eclipse, CLion
                                 and Visual Studio are recognised without it),
@@ -1229,9 +1240,11 @@ typedef struct nbwd__rows {
        with the mask's operations; else keep NULL): pass 1 (dx NULL) masks
        dy by relu_dst (the forward output, row i at res_off[i]) and keeps
        the mask as bits, pass 2 masks dy by them: row i's at
-       keep + i * n / VW, one word per vector */
+       keep + i * n / VW, one word per vector. relu_add (NBWD_FUSE_ADD_RELU,
+       f32): pass 1 also writes the masked dy there, row i at dy_off[i] */
     const char *relu_dst;
     uint16_t *keep;
+    char *relu_add;
     /* The per-row arrays last: a batch is cleared up to x_off alone
        (nbwd__rows_clear), and each array is filled for the rows it runs */
     int64_t x_off[NBWD__ROW_BATCH], dy_off[NBWD__ROW_BATCH], dx_off[NBWD__ROW_BATCH];
@@ -1295,6 +1308,9 @@ typedef struct nbwd__kernels {
     /* rstd[i] = (float)(1 / sqrt((double)variance[i] + eps)); may work in place */
     void (*rstd)(const float *variance, float *rstd, int64_t count, double eps);
     void (*fence)(void); /* orders non-temporal stores before another thread reads */
+    /* the fused ReLU's masked dy, f32: out[i] = dy[i] where dst[i] > 0, else
+       +0, on the bits (out may be dy or dst exactly) */
+    void (*mask)(const float *dy, const float *dst, float *out, int64_t n);
     /* BatchNorm NXC's fused ReLU in the row kernels, per data type: the
        bits' lanes per word (the vector width), 0 where the data type's
        kernels stage the mask; and the widest f32 rows the
@@ -1987,7 +2003,8 @@ NBWD__KFN NBWD__V NBWD__K(nbwd__chan_xhat)(nbwd__chans ch, const void *x, int dt
 /* keep (rows with the fused ReLU, see nbwd__rows.keep; else NULL):
    dy masked by dst (y), its mask's bits kept */
 NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const void *dy, const void *y,
-                                            uint16_t *keep, int dt, int64_t j, int lanes) {
+                                            uint16_t *keep, float *add, int add_stream, int dt, int64_t j,
+                                            int lanes) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, j, lanes, dt);
     NBWD__V xh = NBWD__K(nbwd__chan_xhat)(ch, x, dt, j, lanes);
 #if NBWD__HAS_RELU_BITS
@@ -1995,9 +2012,11 @@ NBWD__KFN void NBWD__K(nbwd__col_reduce_at)(nbwd__chans ch, const void *x, const
         unsigned bits;
         vdy = NBWD__V_RELU_KEEP(vdy, NBWD__K(nbwd__load_data)(y, j, lanes, dt), &bits);
         keep[j / NBWD__VW] = (uint16_t)bits;
+        /* the masked dy is dy's bits or +0 (an AND): the mask pass's bits */
+        if (add && dt == NBWD_F32) NBWD__K(nbwd__store)(add + j, lanes, vdy, add_stream);
     }
 #else
-    (void)y, (void)keep;
+    (void)y, (void)keep, (void)add, (void)add_stream;
 #endif
     NBWD__K(nbwd__store)(ch.dg + j, lanes, NBWD__V_FMA(vdy, xh, NBWD__K(nbwd__load)(ch.dg + j, lanes)), 0);
     NBWD__K(nbwd__store)(ch.db + j, lanes, NBWD__V_ADD(vdy, NBWD__K(nbwd__load)(ch.db + j, lanes)), 0);
@@ -2039,6 +2058,34 @@ static NBWD__KTARGET void NBWD__K(nbwd__rstd)(const float *variance, float *rstd
     for (; i < count; ++i) rstd[i] = (float)(1.0 / sqrt((double)variance[i] + eps));
 }
 static NBWD__KTARGET void NBWD__K(nbwd__fence)(void) { NBWD__V_FENCE(); }
+#if NBWD__HAS_RELU_BITS
+/* The fused ReLU's masked dy where the kernels cannot keep bits (NCX, and
+   the staged NXC calls): the relu rows' test, an AND, so dy's bits pass
+   unchanged; a pass over dy and dst at the memory's speed, where the
+   portable nbwd__mask_piece costs about two cycles an element. */
+static NBWD__KTARGET void NBWD__K(nbwd__mask)(const float *dy, const float *dst, float *out, int64_t n) {
+    int64_t i = 0;
+    unsigned bits;
+    for (; i + NBWD__VW <= n; i += NBWD__VW)
+        NBWD__V_STORE(out + i, NBWD__V_RELU_KEEP(NBWD__V_LOAD(dy + i), NBWD__V_LOAD(dst + i), &bits));
+    if (i < n) {
+        int lanes = (int)(n - i);
+        NBWD__V_STORE_N(out + i, lanes,
+                        NBWD__V_RELU_KEEP(NBWD__V_LOAD_N(dy + i, lanes), NBWD__V_LOAD_N(dst + i, lanes), &bits));
+    }
+}
+#else
+static NBWD__KTARGET void NBWD__K(nbwd__mask)(const float *dy, const float *dst, float *out, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; ++i) { /* (nbwd__mask_piece's test, an element at a time) */
+        uint32_t g, y;
+        memcpy(&g, dy + i, 4);
+        memcpy(&y, dst + i, 4);
+        g &= 0u - (uint32_t)(y - 1u < 0x7F800000u);
+        memcpy(out + i, &g, 4);
+    }
+}
+#endif
 /* the lanes of this path's fused-ReLU bits (nbwd__rows.keep), 0 without;
    the widest f32 BatchNorm rows its narrow body takes, 0 without */
 enum {
@@ -2506,11 +2553,15 @@ NBWD__KFN void NBWD__KF(nbwd__bn_rows_body)(const nbwd__rows *r, int dt, const i
             if (!relu && full < n) NBWD__KF(nbwd__col_apply_at)(ch, x, dy, NULL, dx, dt, full, (int)(n - full), 0);
         } else {
             const char *y = relu ? r->relu_dst + r->res_off[i] * esz : NULL;
-            for (j = 0; j < full; j += NBWD__VW) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, y, keep, dt, j, NBWD__VW);
-            if (!relu && full < n) NBWD__K(nbwd__col_reduce_at)(ch, x, dy, NULL, NULL, dt, full, (int)(n - full));
+            float *add = relu && r->relu_add ? (float *)(void *)(r->relu_add + r->dy_off[i] * esz) : NULL;
+            int64_t add_nt = add ? nbwd__lead_lines(add, esz, n, r->stream && NBWD__HAS_STREAM) : 0;
+            for (j = 0; j < full; j += NBWD__VW)
+                NBWD__K(nbwd__col_reduce_at)(ch, x, dy, y, keep, add, j + NBWD__VW <= add_nt, dt, j, NBWD__VW);
+            if (!relu && full < n)
+                NBWD__K(nbwd__col_reduce_at)(ch, x, dy, NULL, NULL, NULL, 0, dt, full, (int)(n - full));
         }
     }
-    if (r->dx && r->stream) NBWD__V_FENCE();
+    if ((r->dx || r->relu_add) && r->stream) NBWD__V_FENCE();
 }
 /* Rows of at most NBWD__NARROW_VECS vectors: the per-channel coefficients
    and the column partials stay in registers for the batch (through memory,
@@ -2865,7 +2916,7 @@ static const nbwd__kernels nbwd__kernels_scalar = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_16_scalar},
     {nbwd__row_stats_f32_scalar, nbwd__row_stats_16_scalar, nbwd__row_stats_16_scalar},
     {nbwd__col_stats_f32_scalar, nbwd__col_stats_16_scalar, nbwd__col_stats_16_scalar},
-    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar,
+    nbwd__add_scalar, nbwd__rstd_scalar, nbwd__fence_scalar, nbwd__mask_scalar,
     {nbwd__relu_lanes_scalar, nbwd__relu_lanes_scalar, nbwd__relu_lanes_scalar}, nbwd__bn_narrow_cols_scalar};
 #if defined(NBWD__HAVE_SSE)
 static const nbwd__kernels nbwd__kernels_sse = {
@@ -2880,7 +2931,7 @@ static const nbwd__kernels nbwd__kernels_sse = {
     {NULL, nbwd__narrow_16_sse, nbwd__narrow_16_sse},
     {nbwd__row_stats_f32_sse, nbwd__row_stats_16_sse, nbwd__row_stats_16_sse},
     {nbwd__col_stats_f32_sse, nbwd__col_stats_16_sse, nbwd__col_stats_16_sse},
-    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse,
+    nbwd__add_sse, nbwd__rstd_sse, nbwd__fence_sse, nbwd__mask_sse,
     {nbwd__relu_lanes_sse, nbwd__relu_lanes_sse, nbwd__relu_lanes_sse}, nbwd__bn_narrow_cols_sse};
 #endif
 #if defined(NBWD__HAVE_AVX2)
@@ -2896,7 +2947,7 @@ static const nbwd__kernels nbwd__kernels_avx2 = {
     {NULL, nbwd__narrow_16_avx2, nbwd__narrow_16_avx2},
     {nbwd__row_stats_f32_avx2, nbwd__row_stats_16_avx2, nbwd__row_stats_16_avx2},
     {nbwd__col_stats_f32_avx2, nbwd__col_stats_16_avx2, nbwd__col_stats_16_avx2},
-    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2,
+    nbwd__add_avx2, nbwd__rstd_avx2, nbwd__fence_avx2, nbwd__mask_avx2,
     {nbwd__relu_lanes_avx2, nbwd__relu_lanes_avx2, nbwd__relu_lanes_avx2}, nbwd__bn_narrow_cols_avx2};
 #endif
 #if defined(NBWD__HAVE_AVX512)
@@ -2912,7 +2963,7 @@ static const nbwd__kernels nbwd__kernels_avx512 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_16_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512,
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__mask_avx512,
     {nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512}, nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_AVX512_BF16) /* avx512's kernels, bf16 narrowed by VCVTNEPS2BF16 */
@@ -2928,7 +2979,7 @@ static const nbwd__kernels nbwd__kernels_avx512_bf16 = {
     {NULL, nbwd__narrow_16_avx512, nbwd__narrow_bf16i_avx512},
     {nbwd__row_stats_f32_avx512, nbwd__row_stats_16_avx512, nbwd__row_stats_16_avx512},
     {nbwd__col_stats_f32_avx512, nbwd__col_stats_16_avx512, nbwd__col_stats_16_avx512},
-    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512,
+    nbwd__add_avx512, nbwd__rstd_avx512, nbwd__fence_avx512, nbwd__mask_avx512,
     {nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512, nbwd__relu_lanes_avx512}, nbwd__bn_narrow_cols_avx512};
 #endif
 #if defined(NBWD__HAVE_NEON) && defined(NBWD__NEON_NO_F16)
@@ -2945,7 +2996,7 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_scalar, nbwd__narrow_bf16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_scalar, nbwd__row_stats_bf16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_scalar, nbwd__col_stats_bf16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__mask_neon,
     {nbwd__relu_lanes_neon, 0, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #elif defined(NBWD__HAVE_NEON)
 static const nbwd__kernels nbwd__kernels_neon = {
@@ -2960,7 +3011,7 @@ static const nbwd__kernels nbwd__kernels_neon = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_16_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__mask_neon,
     {nbwd__relu_lanes_neon, nbwd__relu_lanes_neon, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #endif
 #if defined(NBWD__HAVE_NEON_BF16) /* neon's kernels, bf16 narrowed by BFCVTN */
@@ -2976,7 +3027,7 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     {NULL, nbwd__narrow_16_neon, nbwd__narrow_bf16i_neon},
     {nbwd__row_stats_f32_neon, nbwd__row_stats_16_neon, nbwd__row_stats_16_neon},
     {nbwd__col_stats_f32_neon, nbwd__col_stats_16_neon, nbwd__col_stats_16_neon},
-    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon,
+    nbwd__add_neon, nbwd__rstd_neon, nbwd__fence_neon, nbwd__mask_neon,
     {nbwd__relu_lanes_neon, nbwd__relu_lanes_neon, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #endif
 
@@ -4639,6 +4690,15 @@ typedef struct nbwd__bn_run {
     const char *relu_dst; /* NXC's fused ReLU in the row kernels (else NULL): dst, */
     uint16_t *keep;       /* the mask's bits, keep_words per row (nbwd__rows.keep) */
     int64_t keep_words;
+    char *relu_add; /* NBWD_FUSE_ADD_RELU there: diff_src_add, written by pass 1 (nbwd__rows.relu_add) */
+    /* NCX's fused ReLU staged a block of channels at a time (else NULL):
+       diff_dst and dst (relu_dst), their (n, c) strides, and the staging,
+       where dy then points (see nbwd__bn_ncx_mask): NBWD_FUSE_RELU's in a
+       slot of relu_slot elements per thread in the workspace, dy's (n, c)
+       plane at (n, c - dy_c0) of the block's (0 elsewhere) */
+    const char *relu_dy;
+    char *relu_stage;
+    int64_t relu_st[2][2], relu_slot, dy_c0;
 } nbwd__bn_run;
 
 /* The two-phase calls: reduce writes the slice's sums where diff_beta and
@@ -4757,6 +4817,8 @@ static nbwd_status nbwd__bn_plan_desc(const nbwd_batch_norm_bwd_desc *d, nbwd__b
     /* last, so that a call which stages it in diff_src allocates less */
     if (p->relu == NBWD_FUSE_RELU)
         p->ws_masked = nbwd__ws_take(&p->ws_bytes, (size_t)(p->M * p->C) * nbwd__esize(p->dt));
+    else if (p->relu == NBWD_FUSE_ADD_RELU && p->nxc && p->dt == NBWD_F32) /* the mask's bits, where pass 1 */
+        p->ws_masked = nbwd__ws_take(&p->ws_bytes, (size_t)(p->M * ((p->C + 3) / 4)) * 2); /* writes diff_src_add */
     p->ws_bytes += NBWD__WS_ALIGN; /* slack for aligning the caller's pointer */
     return NBWD_OK;
 }
@@ -4911,7 +4973,7 @@ NBWD__INLINE void nbwd__ncx_seek(const nbwd__bn_run *r, nbwd__planes *pl, int64_
     const nbwd__bn_plan *p = r->p;
     int64_t esz = (int64_t)nbwd__esize(p->dt);
     pl->x = r->x + (n * p->st[NBWD__BN_X][0] + c0 * p->st[NBWD__BN_X][1]) * esz;
-    pl->dy = r->dy + (n * p->st[NBWD__BN_DY][0] + c0 * p->st[NBWD__BN_DY][1]) * esz;
+    pl->dy = r->dy + (n * p->st[NBWD__BN_DY][0] + (c0 - r->dy_c0) * p->st[NBWD__BN_DY][1]) * esz;
     if (pl->mg) pl->dx = r->dx + (n * p->st[NBWD__BN_DX][0] + c0 * p->st[NBWD__BN_DX][1]) * esz;
 }
 
@@ -4962,17 +5024,37 @@ static void nbwd__bn_ncx_reduce_finish(const nbwd__bn_run *r, int64_t c) {
     nbwd__bn_finish(r, c, part[1], part[0]); /* sum dy * xhat, sum dy */
 }
 
+static void nbwd__bn_ncx_mask(const nbwd__bn_run *r, int64_t c0, int64_t c1); /* (with the mask pass) */
+
 /* NCX, a block of channels on one thread: its data is still in cache for dx.
    dx goes from the last batch entry to the first: where the block is larger
    than L2, the entries reduced last are the ones still in it. */
-static void nbwd__bn_ncx_channels(const nbwd__bn_run *r, int64_t c0, int64_t cblock) {
-    int64_t k, c, c1 = c0 + cblock < r->p->C ? c0 + cblock : r->p->C;
+static void nbwd__bn_ncx_channels(const nbwd__bn_run *run, int64_t c0, int64_t cblock, int64_t slot) {
+    int64_t k, c, c1 = c0 + cblock < run->p->C ? c0 + cblock : run->p->C;
+    nbwd__bn_run staged;
+    const nbwd__bn_run *r = run;
+    if (run->relu_dy && run->relu_slot) { /* the thread's slot holds the block's masked dy */
+        staged = *run;
+        staged.relu_stage += slot * run->relu_slot * (int64_t)nbwd__esize(run->p->dt);
+        staged.dy = staged.relu_stage;
+        staged.dy_c0 = c0;
+        r = &staged;
+    }
+    if (r->relu_dy) nbwd__bn_ncx_mask(r, c0, c1);
     for (k = 0; k < r->p->nchunks && r->reduce; ++k) nbwd__bn_ncx_chunk(r, c0, c1, k);
     for (c = c0; c < c1; ++c) nbwd__bn_ncx_reduce_finish(r, c);
     if (r->want_dx) {
         nbwd__bn_ncx_apply(r, c0, c1, 0, r->p->N);
         if (r->stream) r->k->fence();
     }
+}
+
+/* NCX: blocks [lane * nblocks / lanes, (lane + 1) * nblocks / lanes) of
+   cblock channels, on one thread (its slot: lane) */
+static void nbwd__bn_ncx_lane(const nbwd__bn_run *r, int64_t lane, int64_t lanes, int64_t cblock) {
+    int64_t b, nblocks = (r->p->C + cblock - 1) / cblock;
+    for (b = nblocks * lane / lanes; b < nblocks * (lane + 1) / lanes; ++b)
+        nbwd__bn_ncx_channels(r, b * cblock, cblock, lane);
 }
 
 /* NCX: dx of planes [first, last), plane i = (channel i / N, entry i % N):
@@ -5068,6 +5150,7 @@ static void nbwd__bn_nxc_block(const nbwd__bn_run *r, int64_t b, int apply) {
         batch.chans.dg = r->partials + b * 2 * C;
         batch.chans.db = batch.chans.dg + C;
         memset(batch.chans.dg, 0, (size_t)C * 2 * 4);
+        batch.relu_add = r->relu_add;
     }
     batch.relu_dst = r->relu_dst;
     while (row < end) {
@@ -5120,8 +5203,8 @@ static void nbwd__mask_piece(const char *dy, const char *dst, char *out, int64_t
    u / nseg of o (dy, dst, out), each segment up to NBWD__MASK_SEG of the
    row's n elements (inner: the row's strides). */
 #define NBWD__MASK_SEG 4096
-static void nbwd__bn_mask_units(const nbwd__outer *o, const int64_t *inner, int64_t n, int dt, const char *dy,
-                                const char *dst, char *out, int64_t u0, int64_t u1) {
+static void nbwd__bn_mask_units(const nbwd__kernels *k, const nbwd__outer *o, const int64_t *inner, int64_t n,
+                                int dt, const char *dy, const char *dst, char *out, int64_t u0, int64_t u1) {
     nbwd__cursor cur;
     int64_t u, i, w, end, esz = (int64_t)nbwd__esize(dt), nseg = (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
     int dense = inner[0] == 1 && inner[1] == 1 && inner[2] == 1;
@@ -5135,7 +5218,9 @@ static void nbwd__bn_mask_units(const nbwd__outer *o, const int64_t *inner, int6
         g = dy + (cur.off[0] + i * inner[0]) * esz;
         y = dst + (cur.off[1] + i * inner[1]) * esz;
         m = out + (cur.off[2] + i * inner[2]) * esz;
-        if (dense) {
+        if (dense && dt == NBWD_F32) {
+            k->mask((const float *)(const void *)g, (const float *)(const void *)y, (float *)(void *)m, end - i);
+        } else if (dense) {
             for (; i < end; i += w, g += w * esz, y += w * esz, m += w * esz) {
                 w = end - i < NBWD__MASK_PIECE ? end - i : NBWD__MASK_PIECE;
                 nbwd__mask_piece(g, y, m, w, dt);
@@ -5172,10 +5257,35 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
     units *= (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
     threads = nbwd__pick_threads(num_threads, p->M * p->C, units);
     NBWD__PARALLEL_FOR(threads, i, threads,
-                       nbwd__bn_mask_units(&o, inner, n, p->dt, r->dy, (const char *)dst, out, units * i / threads,
-                                           units * (i + 1) / threads));
+                       nbwd__bn_mask_units(r->k, &o, inner, n, p->dt, r->dy, (const char *)dst, out,
+                                           units * i / threads, units * (i + 1) / threads));
     r->dy = out;
     for (d = 0; d < p->rank; ++d) p->st[NBWD__BN_DY][d] = out_st[d];
+}
+/* NCX's fused ReLU, channels [c0, c1): each plane's masked dy staged
+   where the kernels read dy (diff_src_add, diff_src or the workspace), in
+   memory order, just before the block's passes read it: from the cache,
+   where a mask pass over the whole tensor would leave it in memory. */
+static void nbwd__bn_ncx_mask(const nbwd__bn_run *r, int64_t c0, int64_t c1) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t n, c, i, w, len, esz = (int64_t)nbwd__esize(p->dt);
+    /* the block's planes of an entry as one run where all three are dense */
+    const int run = p->S == r->relu_st[0][1] && p->S == r->relu_st[1][1] && p->S == p->st[NBWD__BN_DY][1];
+    for (n = 0; n < p->N; ++n)
+        for (c = c0; c < c1; c += run ? c1 - c0 : 1) {
+            const char *g = r->relu_dy + (n * r->relu_st[0][0] + c * r->relu_st[0][1]) * esz;
+            const char *y = r->relu_dst + (n * r->relu_st[1][0] + c * r->relu_st[1][1]) * esz;
+            char *m = r->relu_stage + (n * p->st[NBWD__BN_DY][0] + (c - r->dy_c0) * p->st[NBWD__BN_DY][1]) * esz;
+            len = run ? (c1 - c0) * p->S : p->S;
+            if (p->dt == NBWD_F32) {
+                r->k->mask((const float *)(const void *)g, (const float *)(const void *)y, (float *)(void *)m, len);
+                continue;
+            }
+            for (i = 0; i < len; i += w, g += w * esz, y += w * esz, m += w * esz) {
+                w = len - i < NBWD__MASK_PIECE ? len - i : NBWD__MASK_PIECE;
+                nbwd__mask_piece(g, y, m, w, p->dt);
+            }
+        }
 }
 #undef NBWD__RELU_MASK
 #undef NBWD__MASK_PIECE
@@ -5258,11 +5368,20 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
     void *owned;
     char *ws;
     int64_t c, i, C;
-    int threads, mask_in_dx, relu_bits;
+    int threads, ncx_threads, ncx_by_blocks, ncx_relu_blocks, mask_in_dx, relu_bits, add_in_pass1, d;
+    int64_t ncx_cblock;
     size_t own;
     if ((s = nbwd__bn_validate(desc, args, sums, &p, NULL)) != NBWD_OK) return s;
     memset(&r, 0, sizeof r);
     if (!(r.k = nbwd__select(desc->isa))) return nbwd__unsupported("desc.isa", desc->isa);
+    /* NBWD_FUSE_ADD_RELU the same way, f32 with diff_src_add laid out as
+       dy: pass 1 also writes the masked dy (its bits: an AND) to
+       diff_src_add at dy's offsets, in place of a mask pass of its own.
+       (16-bit data would widen and narrow it, which quiets a signaling
+       NaN: those take the mask pass, which copies bits.) */
+    add_in_pass1 = p.relu == NBWD_FUSE_ADD_RELU && p.dt == NBWD_F32;
+    for (d = 0; add_in_pass1 && d < p.rank; ++d)
+        if (desc->dims[d] > 1 && p.st[NBWD__BN_DSA][d] != p.st[NBWD__BN_DY][d]) add_in_pass1 = 0;
     /* NBWD_FUSE_RELU on dense NXC rows, both passes, on a path whose row
        kernels take the mask: pass 1 reads dst beside dy and keeps the mask
        as bits in the workspace (in the masked dy's place, which is larger),
@@ -5271,22 +5390,37 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
        call runs in registers (nbwd__bn_narrow_body) do so only out of
        cache, where the bytes decide (in cache the staged mask over that
        kernel took fewer instructions). */
-    relu_bits = p.relu == NBWD_FUSE_RELU && p.nxc && !p.gather && r.k->relu_lanes[p.dt] > 0 &&
+    relu_bits = (p.relu == NBWD_FUSE_RELU || add_in_pass1) && p.nxc && !p.gather && r.k->relu_lanes[p.dt] > 0 &&
                 p.C % r.k->relu_lanes[p.dt] == 0 && !sums && args->diff_src && (!p.global_stats || args->diff_gamma) &&
                 p.M > 0 && p.C > 0 && p.st[NBWD__BN_DST][p.rank - 1] == 1 &&
                 (p.C > r.k->bn_narrow_cols ||
                  (double)p.M * (double)p.C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES);
     if (relu_bits) r.keep_words = p.C / r.k->relu_lanes[p.dt];
+    if (relu_bits && add_in_pass1) r.relu_add = (char *)args->diff_src_add;
+    /* NCX: blocks of channels, each on one thread (every thread gets
+       blocks), unless there are fewer channels than threads; the sums do
+       not depend on the blocking */
+    ncx_threads = nbwd__pick_threads(desc->num_threads, p.M * p.C, p.C * (p.nchunks > p.N ? p.nchunks : p.N));
+    ncx_by_blocks = ncx_threads <= 1 || p.C >= ncx_threads;
+    ncx_cblock = p.cblock * ncx_threads <= p.C ? p.cblock : p.C / ncx_threads;
+    /* The fused ReLU on NCX blocks: each block's masked dy staged as the
+       block starts, read back from the cache (NBWD_FUSE_RELU's in a slot
+       per thread of the workspace's masked dy, whose lines stay in the
+       cache from block to block) */
+    ncx_relu_blocks = p.relu && !p.nxc && ncx_by_blocks && !sums && p.M > 0 && p.C > 0 &&
+                      (args->diff_src || args->diff_gamma) && nbwd__dense_block(desc->dims, p.st[NBWD__BN_DST], 2, p.rank);
     /* Otherwise NBWD_FUSE_RELU stages the masked dy in diff_src where there
        is one (elementwise, so diff_src may be dy or dst; not x, read after
        it): no workspace of the tensor's size to allocate and fault in */
-    mask_in_dx = p.relu == NBWD_FUSE_RELU && !relu_bits && args->diff_src &&
+    mask_in_dx = p.relu == NBWD_FUSE_RELU && !relu_bits && !ncx_relu_blocks && args->diff_src &&
                  !nbwd__same_view(args->diff_src, p.st[NBWD__BN_DX], nbwd__x_of(p.form, args->src, args->xhat, NULL),
                                   p.st[NBWD__BN_X], p.rank, desc->dims);
     /* diff_src_add alone (NBWD_FUSE_ADD_RELU) is the mask pass alone: no workspace */
     own = p.M > 0 && p.C > 0 && (args->diff_src || args->diff_gamma) ? p.ws_bytes : 0;
     if (own && mask_in_dx) own = p.ws_masked + NBWD__WS_ALIGN;
     if (own && relu_bits) own = p.ws_masked + (size_t)(p.M * r.keep_words) * 2 + NBWD__WS_ALIGN;
+    if (own && ncx_relu_blocks && p.relu == NBWD_FUSE_RELU)
+        own = p.ws_masked + (size_t)(ncx_threads * ncx_cblock * p.M) * nbwd__esize(p.dt) + NBWD__WS_ALIGN;
     if ((s = nbwd__get_workspace(p.ws_bytes, own, workspace, workspace_bytes, &owned, &ws)) != NBWD_OK) return s;
     /* Everything is validated: from here on outputs are written. */
     C = p.C;
@@ -5325,7 +5459,26 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                                                  : ws + p.ws_masked;
         nbwd__strides(p.rank, desc->dims,
                       p.relu == NBWD_FUSE_ADD_RELU ? p.st[NBWD__BN_DSA] : mask_in_dx ? p.st[NBWD__BN_DX] : NULL, st);
-        nbwd__bn_mask(&p, &r, desc->dims, args->dst, out, st, desc->num_threads);
+        if (ncx_relu_blocks) { /* (see above; the same bits) */
+            r.relu_dy = r.dy;
+            r.relu_dst = (const char *)args->dst;
+            for (d = 0; d < 2; ++d) {
+                r.relu_st[0][d] = p.st[NBWD__BN_DY][d];
+                r.relu_st[1][d] = p.st[NBWD__BN_DST][d];
+            }
+            if (p.relu == NBWD_FUSE_RELU) { /* a slot: the block's channels, dense */
+                int64_t dims[NBWD_MAX_RANK];
+                memcpy(dims, desc->dims, sizeof dims);
+                dims[1] = ncx_cblock;
+                nbwd__strides(p.rank, dims, NULL, st);
+                r.relu_slot = ncx_cblock * p.M;
+            }
+            r.relu_stage = out;
+            r.dy = out;
+            for (d = 0; d < p.rank; ++d) p.st[NBWD__BN_DY][d] = st[d];
+        } else {
+            nbwd__bn_mask(&p, &r, desc->dims, args->dst, out, st, desc->num_threads);
+        }
     }
     if (p.M > 0 && C > 0 && (r.want_dx || r.dgamma)) {
         const void *spread = nbwd__spread_of(p.form, args->variance, args->rstd, args->std);
@@ -5363,12 +5516,9 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));
             }
         } else {
-            threads = nbwd__pick_threads(desc->num_threads, p.M * C, C * (p.nchunks > p.N ? p.nchunks : p.N));
-            if (threads <= 1 || C >= threads) {
-                /* every thread gets blocks; the sums do not depend on the blocking */
-                int64_t cblock = p.cblock * threads <= C ? p.cblock : C / threads;
-                NBWD__PARALLEL_FOR(threads, i, (C + cblock - 1) / cblock,
-                                   nbwd__bn_ncx_channels(&r, i * cblock, cblock));
+            threads = ncx_threads;
+            if (ncx_by_blocks) {
+                NBWD__PARALLEL_FOR(threads, i, threads, nbwd__bn_ncx_lane(&r, i, threads, ncx_cblock));
             } else { /* fewer channels than threads: split the batch too (same sums) */
                 if (r.reduce)
                     NBWD__PARALLEL_FOR(threads, i, C * p.nchunks,

@@ -451,7 +451,8 @@ typedef struct data {
     void *x, *dy, *dx, *dx2;               /* dx2: the peer's output (oneDNN, or the unfused norm + add) */
     void *res;                             /* the residual gradient (res rows), else NULL */
     void *dst, *add;                       /* relu rows: the forward output; diff_src_add (addrelu) */
-    void *masked;                          /* relu rows: the unfused pair's masked diff_dst */
+    void *masked;                          /* relu rows: the unfused pair's masked diff_dst (addrelu: its
+                                              diff_src_add, which is that very tensor) */
     float *mean, *var, *gamma, *beta, *dg, *db, *dg2, *db2;
     float *ref_dx;                         /* float64 result rounded to f32 */
     double *ref_dg, *ref_db;
@@ -552,7 +553,7 @@ static void data_make(const problem *p, data *D) {
     for (i = 0; i < nsets; ++i) D->var[i] = (float)(s2[i] / per_set);
     if (p->relu) { /* the forward's output, about half of it clipped */
         D->dst = xalloc((size_t)E * esz);
-        if (p->relu == 1) D->masked = xalloc((size_t)E * esz);
+        D->masked = xalloc((size_t)E * esz);
         if (p->relu == 2) {
             D->add = xalloc((size_t)E * esz);
             memset(D->add, 0, (size_t)E * esz);
@@ -687,6 +688,21 @@ static void do_check(const problem *p, const data *D, const void *dx, const floa
     }
 }
 
+/* addrelu rows: the add's gradient must be dy where dst > 0, else 0, exactly
+   (a copy through the mask: no arithmetic) */
+static void check_add_grad(const problem *p, const data *D, const void *add, check *c) {
+    int64_t E = prob_elems(p), i;
+    for (i = 0; i < E; ++i) {
+        double want = ld(D->dst, i, p->dt) > 0.0f ? ld(D->dy, i, p->dt) : 0.0, got = ld(add, i, p->dt);
+        if (!(got == want) && !(got != got && want != want)) {
+            c->ok = 0;
+            snprintf(c->msg, sizeof c->msg, "diff_src_add[%lld] = %.9g, want %.9g (dy where dst > 0)", (long long)i,
+                     got, want);
+            return;
+        }
+    }
+}
+
 /* ------------------------------------------------------------- runners */
 typedef struct libcall {
     const problem *p;
@@ -695,7 +711,8 @@ typedef struct libcall {
     int caller_ws;
     int unfused; /* res rows' peer: the norm into dx2 (no residual), then dx2 += res in a pass of its own */
     int saved;   /* none rows: the same call with the saved statistics, into dx2 */
-    int relu_pair; /* relu rows: the unfused pair, a mask pass into D->masked, then the plain call into dx2 */
+    int relu_pair; /* relu rows: the unfused pair, a mask pass into D->masked (addrelu: the add's gradient),
+                      then the plain call into dx2 */
     union { nbwd_layer_norm_bwd_desc ln; nbwd_batch_norm_bwd_desc bn; nbwd_group_norm_bwd_desc gn; } desc;
 } libcall;
 
@@ -836,10 +853,11 @@ static nbwd_status lib_run(libcall *L) {
         if (!L->p->frozen) { a.diff_gamma = dg; a.diff_beta = db; }
         a.dst = D->dst;
         a.diff_src_add = D->add;
-        if (L->relu_pair) { /* desc.flags without the ReLU (see relu_pair_setup) */
+        if (L->relu_pair) { /* (the caller cleared desc.flags: the plain call) */
             relu_mask_pass(D->masked, D->dy, D->dst, L->p->dt, prob_elems(L->p));
             a.diff_dst = D->masked;
             a.dst = NULL;
+            a.diff_src_add = NULL;
         }
         return nbwd_batch_norm_bwd(&L->desc.bn, &a, ws, wsb);
     }
@@ -1125,7 +1143,7 @@ static const char *default_shapes =
     "bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,"
     "bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,"
     "bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024,"
-    "bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-nxc-addrelu:32x64x56x56,"
+    "bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-ncx-addrelu:32x64x56x56,bn-nxc-addrelu:32x64x56x56,"
     "gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32,gn-nxc:16x128x128x128/32,"
     "gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64";
 
@@ -1397,6 +1415,7 @@ int main(int argc, char **argv) {
             memset(D.dx, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
             memset(D.dg, 0xff, (size_t)prob_params(p) * 4);
             memset(D.db, 0xff, (size_t)prob_params(p) * 4);
+            if (D.add) memset(D.add, 0xff, (size_t)prob_elems(p) * dt_size(p->dt));
             s = lib_run(&L);
             if (s != NBWD_OK) {
                 fprintf(stderr, "\n*** nbwd call FAILED for %s %s %s: %s\n", OP_LABEL(p), p->shape,
@@ -1407,6 +1426,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             do_check(p, &D, D.dx, D.dg, D.db, &c);
+            if (c.ok && p->relu == 2) check_add_grad(p, &D, D.add, &c);
             r->ok = c.ok;
             r->err = c.err_dx > c.err_dg ? (c.err_dx > c.err_db ? c.err_dx : c.err_db)
                                          : (c.err_dg > c.err_db ? c.err_dg : c.err_db);
@@ -1425,7 +1445,7 @@ int main(int argc, char **argv) {
             r->reps = tm.reps; r->med = tm.med; r->min = tm.min; r->max = tm.max;
             r->gbs = bytes / tm.med * 1e-9;
             pair_med = pair_ratio = 0.0;
-            if (p->relu == 1) { /* beside the peer: the unfused pair (a mask pass, then the plain call), in turns */
+            if (p->relu) { /* beside the peer: the unfused pair (a mask pass, then the plain call), in turns */
                 libcall U = L;
                 check c2;
                 U.relu_pair = 1;
@@ -1586,7 +1606,7 @@ int main(int argc, char **argv) {
            "%%ceil: of the row's ceiling (DRAM: the better store kind); %%rs: of the regular-store ceiling.\n"
            "speedup: the peer's calls timed in turns with norm_bwd's, the median of the per-turn ratios peer / norm_bwd (> 1: norm_bwd faster;\n"
            "dnnl_ms: the peer's median in those turns); the peer is oneDNN, but on +res rows the unfused pair (the call without the residual, then a separate add);\n"
-           "BNr rows also give, in the impl column, the unfused pair's median (a ReLU-mask pass, then the plain call) and the median of pair / fused in turns (> 1: fused faster);\n"
+           "BNr and BNar rows also give, in the impl column, the unfused pair's median (a ReLU-mask pass, which for BNar is the add's gradient, then the plain call) and the median of pair / fused in turns (> 1: fused faster);\n"
            "on none rows (statistics computed in the call, no gamma, diff_src alone) a ggml-style loop that recomputes them, and the\n"
            "impl column gives the saved-statistics call's median and the median of saved / none over calls timed in turns (> 1: the none call faster).\n\n",
            caller_ws ? "from the caller" : "NULL (library allocates)");

@@ -999,10 +999,12 @@ static void bn_fused_relu(void) {
         c.seed = ++g_bseed;
         bn_run(&c);
     }
-    for (k = 0; k < 33; ++k) { /* NXC rows that read dst in pass 1 and keep bits for pass 2 (avx2, neon: C 48,
-                                  40; avx512: 64 KiB a tensor, case 10), f32, bf16 and f16 (widened dst) */
+    for (k = 0; k < 44; ++k) { /* NXC rows that read dst in pass 1 and keep bits for pass 2 (avx2, neon: C 48,
+                                  40; avx512: 64 KiB a tensor, case 10), f32, bf16 and f16 (widened dst); then
+                                  add + ReLU in f32, whose pass 1 also writes diff_src_add (in place over
+                                  diff_dst or dst in cases 0 and 1) */
         static const int64_t sp3[3] = {3, 2, 5}, sp8[2] = {8, 8};
-        const nbwd_dtype dt = k < 11 ? NBWD_F32 : k < 22 ? NBWD_BF16 : NBWD_F16;
+        const nbwd_dtype dt = k < 11 || k >= 33 ? NBWD_F32 : k < 22 ? NBWD_BF16 : NBWD_F16;
         bn_cfg c;
         bn_defaults(&c);
         if (k % 11 == 8) {
@@ -1015,9 +1017,11 @@ static void bn_fused_relu(void) {
             bn_shape(&c, NBWD_NXC, 2, k % 11 == 9 ? 40 : 48, k % 11 == 9 ? 3 : 2, k % 11 == 9 ? sp3 : sp2);
         }
         c.dt = dt;
-        c.relu = NBWD_FUSE_RELU;
+        c.relu = k < 33 ? NBWD_FUSE_RELU : NBWD_FUSE_ADD_RELU;
         c.form = (nbwd_stats_form)(k % 3);
         c.threads = 1 + k % 2;
+        if (k == 33) c.relu_alias = BRA_ADD_DY;
+        if (k == 34) c.relu_alias = BRA_ADD_DST;
         switch (k % 11) {
         case 2: c.relu_alias = BRA_DX_DST; c.strides = B_PADDED; break; /* dst dense as diff_src, in place */
         case 3: c.inplace = BIP_DY; break;
