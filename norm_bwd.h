@@ -566,9 +566,9 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 7.9 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
-   about twice the time; clang 14: 7.3-9.0 s in recent runs, its timing
-   the least steady, 150 MB), and about 1.2 s at -O0 (helpers are forced
+   about 8.0 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
+   about twice the time; clang 14: 7.1-9.0 s in recent runs, its timing
+   the least steady, 150 MB), and 1-2 s at -O0 (helpers are forced
    inline only when optimizing, so a debug build calls them); other files
    pay for the declarations alone. Each
    NORM_BWD_NO_* switch takes its path's share off: at -O2 with gcc, avx512
