@@ -247,10 +247,11 @@
      the second: dst is read once and NBWD_FUSE_RELU stages nothing; so
      does NBWD_FUSE_ADD_RELU on f32 data whose diff_src_add has diff_dst's
      strides, its first pass writing diff_src_add too. On NCX data with
-     dst's spatial dims dense (not in the two-phase calls, nor with fewer
-     channels than threads) the masked diff_dst is staged a block of
-     channels at a time, just before the block's passes read it back from
-     the cache: NBWD_FUSE_ADD_RELU's in diff_src_add, NBWD_FUSE_RELU's in a
+     diff_dst's and dst's spatial dims dense (not in the two-phase calls,
+     nor with fewer channels than threads) the masked diff_dst is staged a
+     block of channels at a time, just before the block's passes read it
+     back from the cache: NBWD_FUSE_ADD_RELU's in diff_src_add,
+     NBWD_FUSE_RELU's in a
      block-sized slot of the workspace per thread. Otherwise (NXC on sse
      and scalar, 16-bit add + ReLU on NXC, the two-phase calls, ...) a pass
      of its own stages it for the whole tensor, in diff_src_add, else
@@ -5408,7 +5409,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
        per thread of the workspace's masked dy, whose lines stay in the
        cache from block to block) */
     ncx_relu_blocks = p.relu && !p.nxc && ncx_by_blocks && !sums && p.M > 0 && p.C > 0 &&
-                      (args->diff_src || args->diff_gamma) && nbwd__dense_block(desc->dims, p.st[NBWD__BN_DST], 2, p.rank);
+                      (args->diff_src || args->diff_gamma) && nbwd__dense_block(desc->dims, p.st[NBWD__BN_DST], 2, p.rank) &&
+                      nbwd__dense_block(desc->dims, p.st[NBWD__BN_DY], 2, p.rank); /* (relu: dy may have any strides) */
     /* Otherwise NBWD_FUSE_RELU stages the masked dy in diff_src where there
        is one (elementwise, so diff_src may be dy or dst; not x, read after
        it): no workspace of the tensor's size to allocate and fault in */
