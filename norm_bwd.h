@@ -251,8 +251,8 @@
      nor with fewer channels than threads) the masked diff_dst is staged a
      block of channels at a time, just before the block's passes read it
      back from the cache: NBWD_FUSE_ADD_RELU's in diff_src_add,
-     NBWD_FUSE_RELU's in a
-     block-sized slot of the workspace per thread. Otherwise (NXC on sse
+     NBWD_FUSE_RELU's in a block-sized slot of the workspace per thread.
+     Otherwise (NXC on sse
      and scalar, 16-bit add + ReLU on NXC, the two-phase calls, ...) a pass
      of its own stages it for the whole tensor, in diff_src_add, else
      diff_src (not when that is src or xhat), else the workspace: one pass
@@ -5200,6 +5200,18 @@ static void nbwd__mask_piece(const char *dy, const char *dst, char *out, int64_t
         else memcpy(out, g, bytes);
     }
 }
+/* n dense elements: the path's vector kernel for f32, pieces otherwise */
+static void nbwd__mask_run(const nbwd__kernels *k, const char *dy, const char *dst, char *out, int64_t n, int dt) {
+    int64_t i, w, esz = dt == NBWD_F32 ? 4 : 2;
+    if (dt == NBWD_F32) {
+        k->mask((const float *)(const void *)dy, (const float *)(const void *)dst, (float *)(void *)out, n);
+        return;
+    }
+    for (i = 0; i < n; i += w, dy += w * esz, dst += w * esz, out += w * esz) {
+        w = n - i < NBWD__MASK_PIECE ? n - i : NBWD__MASK_PIECE;
+        nbwd__mask_piece(dy, dst, out, w, dt);
+    }
+}
 /* Units [u0, u1) of the masking: unit u is segment u % nseg of row
    u / nseg of o (dy, dst, out), each segment up to NBWD__MASK_SEG of the
    row's n elements (inner: the row's strides). */
@@ -5207,7 +5219,7 @@ static void nbwd__mask_piece(const char *dy, const char *dst, char *out, int64_t
 static void nbwd__bn_mask_units(const nbwd__kernels *k, const nbwd__outer *o, const int64_t *inner, int64_t n,
                                 int dt, const char *dy, const char *dst, char *out, int64_t u0, int64_t u1) {
     nbwd__cursor cur;
-    int64_t u, i, w, end, esz = (int64_t)nbwd__esize(dt), nseg = (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
+    int64_t u, i, end, esz = (int64_t)nbwd__esize(dt), nseg = (n + NBWD__MASK_SEG - 1) / NBWD__MASK_SEG;
     int dense = inner[0] == 1 && inner[1] == 1 && inner[2] == 1;
     for (u = u0; u < u1; ++u) {
         const char *g, *y;
@@ -5219,13 +5231,8 @@ static void nbwd__bn_mask_units(const nbwd__kernels *k, const nbwd__outer *o, co
         g = dy + (cur.off[0] + i * inner[0]) * esz;
         y = dst + (cur.off[1] + i * inner[1]) * esz;
         m = out + (cur.off[2] + i * inner[2]) * esz;
-        if (dense && dt == NBWD_F32) {
-            k->mask((const float *)(const void *)g, (const float *)(const void *)y, (float *)(void *)m, end - i);
-        } else if (dense) {
-            for (; i < end; i += w, g += w * esz, y += w * esz, m += w * esz) {
-                w = end - i < NBWD__MASK_PIECE ? end - i : NBWD__MASK_PIECE;
-                nbwd__mask_piece(g, y, m, w, dt);
-            }
+        if (dense) {
+            nbwd__mask_run(k, g, y, m, end - i, dt);
         } else { /* one element at a time */
             for (; i < end; ++i, g += inner[0] * esz, y += inner[1] * esz, m += inner[2] * esz)
                 nbwd__mask_piece(g, y, m, 1, dt);
@@ -5269,7 +5276,7 @@ static void nbwd__bn_mask(nbwd__bn_plan *p, nbwd__bn_run *r, const int64_t *dims
    where a mask pass over the whole tensor would leave it in memory. */
 static void nbwd__bn_ncx_mask(const nbwd__bn_run *r, int64_t c0, int64_t c1) {
     const nbwd__bn_plan *p = r->p;
-    int64_t n, c, i, w, len, esz = (int64_t)nbwd__esize(p->dt);
+    int64_t n, c, len, esz = (int64_t)nbwd__esize(p->dt);
     /* the block's planes of an entry as one run where all three are dense */
     const int run = p->S == r->relu_st[0][1] && p->S == r->relu_st[1][1] && p->S == p->st[NBWD__BN_DY][1];
     for (n = 0; n < p->N; ++n)
@@ -5278,14 +5285,7 @@ static void nbwd__bn_ncx_mask(const nbwd__bn_run *r, int64_t c0, int64_t c1) {
             const char *y = r->relu_dst + (n * r->relu_st[1][0] + c * r->relu_st[1][1]) * esz;
             char *m = r->relu_stage + (n * p->st[NBWD__BN_DY][0] + (c - r->dy_c0) * p->st[NBWD__BN_DY][1]) * esz;
             len = run ? (c1 - c0) * p->S : p->S;
-            if (p->dt == NBWD_F32) {
-                r->k->mask((const float *)(const void *)g, (const float *)(const void *)y, (float *)(void *)m, len);
-                continue;
-            }
-            for (i = 0; i < len; i += w, g += w * esz, y += w * esz, m += w * esz) {
-                w = len - i < NBWD__MASK_PIECE ? len - i : NBWD__MASK_PIECE;
-                nbwd__mask_piece(g, y, m, w, p->dt);
-            }
+            nbwd__mask_run(r->k, g, y, m, len, p->dt);
         }
 }
 #undef NBWD__RELU_MASK
