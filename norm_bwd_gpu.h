@@ -11,9 +11,10 @@
    and option, RMSNorm, the residual, DST_RSTD, BatchNorm's fused ReLU and
    two-phase calls; also under compute-sanitizer memcheck (the whole suite)
    and racecheck (a subset covering every kernel's shared-memory scheme).
-   LayerNorm/RMSNorm launch configurations were timed on an H200; 16-bit
-   data still reaches about half the fraction of the copy bandwidth f32
-   does, and BatchNorm/GroupNorm are untuned (README).
+   LayerNorm/RMSNorm launch configurations and BatchNorm/GroupNorm's row
+   blocking were timed on an H200; 16-bit data still reaches about half
+   the fraction of the copy bandwidth f32 does, and BatchNorm/GroupNorm
+   about 35-50 % of it in f32 (README).
 
    ============================================================================
    COMPILING
@@ -368,21 +369,39 @@ static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
 }
 
 /* BatchNorm: per-channel coefficients [5][C] (xm, xs, mean_g, mean_gx,
-   scale) and totals [2][C], then partials [nb][2][C], then (NBWD_FUSE_RELU)
-   the masked dy, dense row-major over desc->dims. NXC: blocks of R rows
-   (of C channels), TX threads across channel chunks x 256/TX row slices.
-   NCX: one partial per (channel, nper batch entries). */
+   scale), then partials [nb][2][C], then (NBWD_FUSE_RELU) the masked dy,
+   dense row-major over desc->dims. NXC: the reduction in blocks of R rows
+   (of C channels), TX threads across channel chunks x 256/TX row slices;
+   dx in blocks of ARB rows, ATX threads across the chunks. NCX: one
+   partial per (channel, nper batch entries). */
 typedef struct nbwdg__bn_cfg {
-    int V, TX;
+    int V, TX, ATX;
+    int64_t ARB;
     int64_t rows, inner, chunks; /* rows of `inner` dense elements: NXC M x C, NCX (N*C) x S */
     int64_t R, nper, nb;
-    size_t off_coef, off_tot, off_part, off_mask, ws_bytes;
+    size_t off_coef, off_part, off_mask, ws_bytes;
 } nbwdg__bn_cfg;
 
 /* The device's row (NXC) kernels need dense channels: [N, C] with strided
    channels (which the CPU gathers into tiles) takes the plane kernels here,
    planes of one element. */
 static int nbwdg__bn_rows_alg(const nbwd__bn_plan *p) { return p->nxc && !p->gather; }
+/* Rows per block of the NXC reductions (BatchNorm, GroupNorm): R at
+   least, raised to 12 (f32) or 16 (16-bit) rows per thread of the block's
+   `slices` row slices while the rows still give 128 blocks. Fewer rows per
+   thread left the blocks' fixed cost (the tree, the partials) in front:
+   the sweep on an H200 found these counts 1.14-1.2x faster than 4-6 rows
+   per thread, and more of them slower again (bench/NOTES.md). */
+static int64_t nbwdg__rows_per_partial(int64_t R, int64_t rows, int64_t slices, int dt) {
+    int64_t want = (dt == NBWD_F32 ? 12 : 16) * slices;
+    if (want > rows / 128) want = rows / 128;
+    return R > want ? R : want;
+}
+/* bench_gpu's experiments override the NXC rows per partial here; no build
+   of the library defines it. */
+#ifndef NBWDG__BN_TUNE
+#define NBWDG__BN_TUNE(p, c) ((void)0)
+#endif
 
 static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
     int64_t tx = 1, cap;
@@ -400,15 +419,27 @@ static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
         if (cap < 1) cap = 1;
         c->R = nbwdg__cdiv(p->M, cap);
         if (c->R < 4 * (NBWDG__BN_THREADS / tx)) c->R = 4 * (NBWDG__BN_THREADS / tx);
+        c->R = nbwdg__rows_per_partial(c->R, p->M, NBWDG__BN_THREADS / tx, p->dt);
+        NBWDG__BN_TUNE(p, c);
         c->nb = nbwdg__cdiv(p->M, c->R);
+        /* apply: about 1024 blocks, 1 to 16 rows per thread */
+        tx = 1;
+        while (tx < NBWDG__BN_THREADS && tx < c->chunks) tx *= 2;
+        c->ATX = (int)tx;
+        {
+            const int64_t slices = NBWDG__BN_THREADS / tx;
+            int64_t per = p->M / (slices * 1024);
+            if (per < 1) per = 1;
+            if (per > 16) per = 16;
+            c->ARB = slices * per;
+        }
     } else {
         c->nper = nbwdg__cdiv(NBWDG__BN_CHUNK_ELEMS, p->S);
         if (c->nper < 1) c->nper = 1;
         c->nb = nbwdg__cdiv(p->N, c->nper);
     }
     c->off_coef = NBWDG__ALIGN; /* room to align the base */
-    c->off_tot = c->off_coef + nbwdg__round((size_t)p->C * 5 * 4);
-    c->off_part = c->off_tot + nbwdg__round((size_t)p->C * 2 * 4);
+    c->off_part = c->off_coef + nbwdg__round((size_t)p->C * 5 * 4);
     c->ws_bytes = c->off_part + nbwdg__round((size_t)c->nb * 2 * (size_t)p->C * 4);
     if (p->relu == NBWD_FUSE_RELU) { /* ADD_RELU's masked dy lives in args.diff_src_add */
         c->off_mask = c->ws_bytes;
@@ -613,8 +644,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd
 #define NBWDG__GN_PIECE 8192 /* a multiple of every vector width */
 #define NBWDG__GN_MIN_ROWS 64
 typedef struct nbwdg__gn_cfg {
-    int V, G, TX;
-    int64_t NC, piece, pieces, R, nb, nparts;
+    int V, G, TX, ATX;
+    int64_t NC, piece, pieces, R, nb, nparts, ARB;
     size_t off_coef, off_tot, off_part, ws_bytes;
 } nbwdg__gn_cfg;
 
@@ -634,8 +665,20 @@ static void nbwdg__gn_config(const nbwd__gn_plan *p, nbwdg__gn_cfg *c) {
         c->R = nbwdg__cdiv(p->S, cap);
         if (c->R < 4 * (NBWDG__BN_THREADS / g)) c->R = 4 * (NBWDG__BN_THREADS / g);
         if (c->R < NBWDG__GN_MIN_ROWS) c->R = NBWDG__GN_MIN_ROWS;
+        c->R = nbwdg__rows_per_partial(c->R, p->N * p->S, NBWDG__BN_THREADS / g, p->dt);
         c->nb = nbwdg__cdiv(p->S, c->R);
         c->nparts = c->nb;
+        /* apply: about 1024 blocks, 1 to 16 positions per thread */
+        g = 1;
+        while (g < NBWDG__BN_THREADS && g < chunks) g *= 2;
+        c->ATX = (int)g;
+        {
+            const int64_t slices = NBWDG__BN_THREADS / g;
+            int64_t per = p->N * p->S / (slices * 1024);
+            if (per < 1) per = 1;
+            if (per > 16) per = 16;
+            c->ARB = slices * per;
+        }
     } else {
         c->piece = NBWDG__GN_PIECE;
         c->pieces = nbwdg__cdiv(p->S, c->piece);
@@ -881,6 +924,21 @@ __device__ __forceinline__ void nbwdg__offsets(const nbwd__outer &o, int64_t row
 #pragma unroll
         for (int t = 0; t < NBWD__MAX_T; ++t)
             if (t < o.nt) off[t] += i * o.st[t][d];
+    }
+}
+
+/* The first three tensors' offsets alone (x, dy, dx): what the apply
+   kernels keep per row in flight, fewer registers than all NBWD__MAX_T. */
+__device__ __forceinline__ void nbwdg__offsets3(const nbwd__outer &o, int64_t row, int64_t &a, int64_t &b, int64_t &c) {
+    if (o.nd == 1) {
+        a = row * o.st[0][0]; b = row * o.st[1][0]; c = row * o.st[2][0];
+        return;
+    }
+    a = b = c = 0;
+    for (int d = o.nd - 1; d >= 0; --d) {
+        const int64_t i = row % o.dims[d];
+        row /= o.dims[d];
+        a += i * o.st[0][d]; b += i * o.st[1][d]; c += i * o.st[2][d];
     }
 }
 
@@ -1243,23 +1301,22 @@ struct nbwdg__bn_k {
     const void *x, *dy, *mean, *spread, *gamma;
     void *dx, *dg, *db;
     float *coef; /* [5][C]: xm, xs, mean_g, mean_gx, scale */
-    float *totals, *part;
+    float *part;
     int64_t C, M, rows, inner, R, nper, N, nb;
     int TX, nxc, vec, sdt, pdt, form, accumulate;
-    int global_stats; /* NBWD_USE_GLOBAL_STATS; totals NULL: no sums were taken */
+    int ATX;     /* NXC apply: threads across the channel chunks */
+    int64_t ARB; /* NXC apply: rows per block */
+    int global_stats; /* NBWD_USE_GLOBAL_STATS */
     float eps;
     int64_t count;                     /* the sums' batch size: M, or apply's count */
-    const float *given_dy, *given_dyx; /* apply: the global sums (totals NULL) */
+    const float *given_dy, *given_dyx; /* apply: the global sums (NULL: none) */
 };
 
-__global__ void nbwdg__bn_stats_kernel(const __grid_constant__ nbwdg__bn_k p) {
-    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
-        float xm, xs, rstd;
-        nbwdg__stats(p.form, p.sdt, p.eps, p.mean, c, p.spread, c, xm, xs, rstd);
-        p.coef[c] = xm;
-        p.coef[p.C + c] = xs;
-        p.coef[4 * p.C + c] = rstd;
-    }
+/* Channel c's (xm, xs, rstd) from the statistics: computed where they are
+   used (pass 1, the finish) rather than by a kernel of their own, one
+   launch fewer; the same function, so the same bits. */
+__device__ __forceinline__ void nbwdg__bn_stats(const nbwdg__bn_k &p, int64_t c, float &xm, float &xs, float &rstd) {
+    nbwdg__stats(p.form, p.sdt, p.eps, p.mean, c, p.spread, c, xm, xs, rstd);
 }
 
 /* NXC: block b of R rows x a tile of TX channel chunks; 256 / TX row slices,
@@ -1279,10 +1336,14 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_nxc_reduce(const 
 #pragma unroll
         for (int v = 0; v < V; ++v) {
             a[v] = d[v] = 0.0f;
-            xm[v] = v < cnt ? p.coef[e0 + v] : 0.0f;
-            xs[v] = v < cnt ? p.coef[C + e0 + v] : 0.0f;
+            xm[v] = xs[v] = 0.0f;
+            if (v < cnt) {
+                float rstd;
+                nbwdg__bn_stats(p, e0 + v, xm[v], xs[v], rstd);
+            }
         }
         if (cnt > 0) {
+#pragma unroll 4
             for (int64_t row = r0 + ty; row < r1; row += TY_) {
                 int64_t off[NBWD__MAX_T];
                 nbwdg__offsets(p.o, row, off);
@@ -1335,13 +1396,15 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_ncx_reduce(const 
     for (int64_t item = blockIdx.x; item < C * p.nb; item += gridDim.x) {
         const int64_t c = item / p.nb, k = item - c * p.nb;
         const int64_t n0 = k * p.nper, n1 = n0 + p.nper < p.N ? n0 + p.nper : p.N;
-        const float xm = p.coef[c], xs = p.coef[C + c];
+        float xm, xs, rstd;
+        nbwdg__bn_stats(p, c, xm, xs, rstd);
         float a = 0.0f, d = 0.0f;
         for (int64_t nn = n0; nn < n1; ++nn) {
             int64_t off[NBWD__MAX_T];
             nbwdg__offsets(p.o, nn * C + c, off);
             const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
             const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
+#pragma unroll 4
             for (int64_t cc = threadIdx.x; cc < chunks; cc += NBWDG__BN_THREADS) {
                 const int64_t e0 = cc * V;
                 const int cnt = S - e0 < V ? (int)(S - e0) : V;
@@ -1373,53 +1436,141 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_ncx_reduce(const 
     }
 }
 
-/* Channel sums complete (totals, or apply's given sums): coefficients and
-   diff_gamma/diff_beta (nbwd__bn_finish). coef NULL: an empty slice's
-   apply, the parameters' gradients alone. */
-__global__ void nbwdg__bn_finish_kernel(const __grid_constant__ nbwdg__bn_k p) {
-    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x) {
-        const float sum_dyx = p.given_dyx ? p.given_dyx[c] : p.totals ? p.totals[c] : 0.0f;
-        const float sum_dy = p.given_dy ? p.given_dy[c] : p.totals ? p.totals[p.C + c] : 0.0f;
-        if (p.coef) {
-            const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
-            /* global statistics: dx = dy * scale (as the CPU path: xhat's scale 0) */
-            p.coef[2 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dy / (double)p.count);
-            p.coef[3 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dyx / (double)p.count);
-            if (p.global_stats) p.coef[p.C + c] = 0.0f;
-            p.coef[4 * p.C + c] = __fmul_rn(p.coef[4 * p.C + c], gamma);
-        }
-        if (p.dg) {
-            nbwdg__write_param(p.dg, c, p.pdt, sum_dyx, p.accumulate);
-            nbwdg__write_param(p.db, c, p.pdt, sum_dy, p.accumulate);
-        }
+/* Channel sums complete: coefficients and diff_gamma/diff_beta
+   (nbwd__bn_finish). coef NULL: an empty slice's apply, the parameters'
+   gradients alone. */
+__device__ __forceinline__ void nbwdg__bn_finish(const nbwdg__bn_k &p, int64_t c, float sum_dyx, float sum_dy) {
+    if (p.coef) {
+        float xm, xs, rstd;
+        nbwdg__bn_stats(p, c, xm, xs, rstd);
+        const float gamma = p.gamma ? nbwdg__ld(p.gamma, c, p.pdt) : 1.0f;
+        p.coef[c] = xm;
+        /* global statistics: dx = dy * scale (as the CPU path: xhat's scale 0) */
+        p.coef[p.C + c] = p.global_stats ? 0.0f : xs;
+        p.coef[2 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dy / (double)p.count);
+        p.coef[3 * p.C + c] = p.global_stats ? 0.0f : (float)((double)sum_dyx / (double)p.count);
+        p.coef[4 * p.C + c] = __fmul_rn(rstd, gamma);
+    }
+    if (p.dg) {
+        nbwdg__write_param(p.dg, c, p.pdt, sum_dyx, p.accumulate);
+        nbwdg__write_param(p.db, c, p.pdt, sum_dy, p.accumulate);
     }
 }
 
-/* dx = (dy - (mean_g + xhat * mean_gx)) * scale, one chunk per thread. */
+/* The finish from given sums (apply's, or none: global statistics and dx
+   alone). */
+__global__ void nbwdg__bn_finish_kernel(const __grid_constant__ nbwdg__bn_k p) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < p.C; c += (int64_t)gridDim.x * blockDim.x)
+        nbwdg__bn_finish(p, c, p.given_dyx ? p.given_dyx[c] : 0.0f, p.given_dy ? p.given_dy[c] : 0.0f);
+}
+
+/* The partials [nb][2][C] summed per channel in nbwdg__combine_kernel's
+   fixed order (32 slices b = slice, slice + 32, ..., then the 32 slice sums
+   in order), both sums of a channel in one block, then the finish: the
+   combine and the finish in one launch, the same bits. */
+__global__ void __launch_bounds__(1024) nbwdg__bn_combine_finish(const __grid_constant__ nbwdg__bn_k p) {
+    __shared__ float s[2][32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    for (int64_t tile = blockIdx.x; tile * 32 < p.C; tile += gridDim.x) {
+        const int64_t c = tile * 32 + tx;
+        float a = 0.0f, d = 0.0f;
+        if (c < p.C)
+            for (int64_t b = ty; b < p.nb; b += 32) {
+                a = __fadd_rn(a, p.part[b * 2 * p.C + c]);
+                d = __fadd_rn(d, p.part[b * 2 * p.C + p.C + c]);
+            }
+        s[0][ty][tx] = a;
+        s[1][ty][tx] = d;
+        __syncthreads();
+        if (ty == 0 && c < p.C) {
+            a = s[0][0][tx];
+            d = s[1][0][tx];
+            for (int i = 1; i < 32; ++i) { a = __fadd_rn(a, s[0][i][tx]); d = __fadd_rn(d, s[1][i][tx]); }
+            nbwdg__bn_finish(p, c, a, d);
+        }
+        __syncthreads();
+    }
+}
+
+/* dx = (dy - (mean_g + xhat * mean_gx)) * scale. NCX: one chunk of a plane
+   per thread, the plane's channel's five coefficients. */
 template <int DT>
 __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_apply(const __grid_constant__ nbwdg__bn_k p) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
     const int64_t C = p.C, chunks = (p.inner + V - 1) / V, total = p.rows * chunks;
-    const float *xmv = p.coef, *xsv = p.coef + C, *mgv = p.coef + 2 * C, *mgxv = p.coef + 3 * C, *scv = p.coef + 4 * C;
     for (int64_t item = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; item < total;
          item += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t row = item / chunks, cc = item - row * chunks, e0 = cc * V;
+        const int64_t row = item / chunks, cc = item - row * chunks, e0 = cc * V, ch = row % C;
         const int cnt = p.inner - e0 < V ? (int)(p.inner - e0) : V;
-        int64_t off[NBWD__MAX_T];
-        nbwdg__offsets(p.o, row, off);
-        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
-        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+        const float xm = p.coef[ch], xs = p.coef[C + ch], mg = p.coef[2 * C + ch], mgx = p.coef[3 * C + ch],
+                    sc = p.coef[4 * C + ch];
+        int64_t ox, oy, od;
+        nbwdg__offsets3(p.o, row, ox, oy, od);
+        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + ox, e0, cnt, p.vec);
+        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + oy, e0, cnt, p.vec);
         nbwdg__vec<DT> o;
-        const int64_t cr = p.nxc ? 0 : row % C; /* NCX: the plane's channel */
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-            const int64_t ch = p.nxc ? (v < cnt ? e0 + v : 0) : cr;
-            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xmv[ch]), xsv[ch]);
-            const float t = __fmaf_rn(xh, mgxv[ch], mgv[ch]);
-            o.e[v] = TY::out(__fmul_rn(__fsub_rn(TY::in(cy.e[v]), t), scv[ch]));
+            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
+            o.e[v] = TY::out(__fmul_rn(__fsub_rn(TY::in(cy.e[v]), __fmaf_rn(xh, mgx, mg)), sc));
         }
-        nbwdg__stv<DT>((typename TY::S *)p.dx + off[2], e0, cnt, p.vec, o);
+        nbwdg__stv<DT>((typename TY::S *)p.dx + od, e0, cnt, p.vec, o);
+    }
+}
+
+/* The same dx, NXC: a block takes ARB rows x every channel chunk, ATX
+   threads across the chunks x 256 / ATX row slices. A thread keeps its
+   chunk's coefficients in registers over its rows: loaded per element,
+   5 x V scattered coefficients cost more than the element's own data. Four
+   rows' loads go out before their stores (each element is read and
+   written by one thread, so dx may be x or dy). */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__bn_apply_nxc(const __grid_constant__ nbwdg__bn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    typedef typename TY::S S;
+    enum { V = TY::V, U = V == 4 ? 4 : 2 }; /* 16-bit: 40 registers of coefficients */
+    const int ATX = p.ATX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int64_t C = p.C, chunks = (C + V - 1) / V;
+    for (int64_t blk = blockIdx.x; blk * p.ARB < p.rows; blk += gridDim.x) {
+        const int64_t r0 = blk * p.ARB, r1 = r0 + p.ARB < p.rows ? r0 + p.ARB : p.rows;
+        for (int64_t cc = tx; cc < chunks; cc += ATX) {
+            const int64_t e0 = cc * V;
+            const int cnt = C - e0 < V ? (int)(C - e0) : V;
+            float xm[V], xs[V], mg[V], mgx[V], sc[V];
+            nbwdg__ld_param<DT>(xm, p.coef, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(xs, p.coef + C, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(mg, p.coef + 2 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(mgx, p.coef + 3 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(sc, p.coef + 4 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            for (int64_t row = r0 + ty; row < r1; row += (int64_t)ATY * U) {
+                nbwdg__vec<DT> cx[U], cy[U];
+                int64_t odx[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int64_t r = row + (int64_t)u * ATY;
+                    if (r < r1) {
+                        int64_t ox, oy;
+                        nbwdg__offsets3(p.o, r, ox, oy, odx[u]);
+                        cx[u] = nbwdg__ldv<DT>((const S *)p.x + ox, e0, cnt, p.vec);
+                        cy[u] = nbwdg__ldv<DT>((const S *)p.dy + oy, e0, cnt, p.vec);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    if (row + (int64_t)u * ATY < r1) {
+                        nbwdg__vec<DT> o;
+#pragma unroll
+                        for (int v = 0; v < V; ++v) {
+                            const float xh = __fmul_rn(__fsub_rn(TY::in(cx[u].e[v]), xm[v]), xs[v]);
+                            const float t = __fmaf_rn(xh, mgx[v], mg[v]);
+                            o.e[v] = TY::out(__fmul_rn(__fsub_rn(TY::in(cy[u].e[v]), t), sc[v]));
+                        }
+                        nbwdg__stv<DT>((S *)p.dx + odx[u], e0, cnt, p.vec, o);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -1473,7 +1624,8 @@ struct nbwdg__gn_k {
     int64_t ms0, ms1, vs0, vs1;   /* the statistics' strides (sample, group) */
     int64_t gst, bst, dgst, dbst; /* the [C] tensors' strides */
     int64_t piece, pieces, R, nb;
-    int G, TX, vec, sdt, pdt, form, unscale, accumulate;
+    int64_t ARB; /* NXC apply: positions per block */
+    int G, TX, ATX, vec, sdt, pdt, form, unscale, accumulate;
     float eps;
 };
 
@@ -1520,6 +1672,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_ncx_reduce(const 
             nbwdg__offsets(p.o, plane, off);
             const typename TY::S *xr = (const typename TY::S *)p.x + off[0];
             const typename TY::S *dyr = (const typename TY::S *)p.dy + off[1];
+#pragma unroll 4
             for (int64_t e0 = k * p.piece + (int64_t)lane * V; e0 < e_end; e0 += (int64_t)G * V) {
                 const int cnt = e_end - e0 < V ? (int)(e_end - e0) : V;
                 const nbwdg__vec<DT> cx = nbwdg__ldv<DT>(xr, e0, cnt, p.vec);
@@ -1567,6 +1720,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_nxc_reduce(const 
             xs[v] = v < cnt ? p.xs[n * C + e0 + v] : 0.0f;
         }
         if (cnt > 0) {
+#pragma unroll 4
             for (int64_t row = r0 + ty; row < r1; row += TY_) {
                 int64_t off[NBWD__MAX_T];
                 nbwdg__offsets(p.o, n * p.S + row, off);
@@ -1648,36 +1802,87 @@ __global__ void nbwdg__gn_param_kernel(const __grid_constant__ nbwdg__gn_k p) {
     }
 }
 
-/* dx = rstd * (dy * gain[c] - (mean_g + xhat * mean_gx)), one chunk per
-   thread (rows: NCX planes of S, NXC positions of C); each element is read
-   and written by one thread, so dx may be x or dy. */
+/* dx = rstd * (dy * gain[c] - (mean_g + xhat * mean_gx)). NCX: one chunk
+   of a plane (n, c) per thread; each element is read and written by one
+   thread, so dx may be x or dy. */
 template <int DT>
 __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__gn_apply(const __grid_constant__ nbwdg__gn_k p) {
     typedef nbwdg__ty<DT> TY;
     enum { V = TY::V };
-    const int nxc = p.TX > 0;
-    const int64_t rows = nxc ? p.N * p.S : p.NC, inner = nxc ? p.C : p.S;
-    const int64_t chunks = (inner + V - 1) / V, total = rows * chunks;
+    const int64_t chunks = (p.S + V - 1) / V, total = p.NC * chunks;
     for (int64_t item = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; item < total;
          item += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t row = item / chunks, cc = item - row * chunks, e0 = cc * V;
-        const int cnt = inner - e0 < V ? (int)(inner - e0) : V;
-        int64_t off[NBWD__MAX_T];
-        nbwdg__offsets(p.o, row, off);
-        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + off[0], e0, cnt, p.vec);
-        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + off[1], e0, cnt, p.vec);
+        const int64_t i = item / chunks, cc = item - i * chunks, e0 = cc * V; /* i: the plane (n, c) */
+        const int cnt = p.S - e0 < V ? (int)(p.S - e0) : V;
+        const float xm = p.xm[i], xs = p.xs[i], mg = p.mg[i], mgx = p.mgx[i], rs = p.rstd[i];
+        const float gn = p.gain ? p.gain[i % p.C] : 1.0f;
+        int64_t ox, oy, od;
+        nbwdg__offsets3(p.o, i, ox, oy, od);
+        const nbwdg__vec<DT> cx = nbwdg__ldv<DT>((const typename TY::S *)p.x + ox, e0, cnt, p.vec);
+        const nbwdg__vec<DT> cy = nbwdg__ldv<DT>((const typename TY::S *)p.dy + oy, e0, cnt, p.vec);
         nbwdg__vec<DT> o;
-        /* (n, c) of lane 0, and the step to the next lane's */
-        const int64_t base = nxc ? (row / p.S) * p.C + e0 : row, c0 = nxc ? e0 : row % p.C;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-            const int64_t lv = nxc && v < cnt ? v : 0, i = base + lv, ch = c0 + lv;
-            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), p.xm[i]), p.xs[i]);
+            const float xh = __fmul_rn(__fsub_rn(TY::in(cx.e[v]), xm), xs);
             const float dv = TY::in(cy.e[v]);
-            const float g = p.gain ? __fmul_rn(dv, p.gain[ch]) : dv;
-            o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, p.mgx[i], p.mg[i])), p.rstd[i]));
+            const float g = p.gain ? __fmul_rn(dv, gn) : dv;
+            o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx, mg)), rs));
         }
-        nbwdg__stv<DT>((typename TY::S *)p.dx + off[2], e0, cnt, p.vec, o);
+        nbwdg__stv<DT>((typename TY::S *)p.dx + od, e0, cnt, p.vec, o);
+    }
+}
+
+/* The same dx, NXC, as BatchNorm's nbwdg__bn_apply_nxc: a block takes ARB
+   positions of one sample x every channel chunk, a thread its chunk's six
+   coefficient vectors in registers over its rows. */
+template <int DT>
+__global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__gn_apply_nxc(const __grid_constant__ nbwdg__gn_k p) {
+    typedef nbwdg__ty<DT> TY;
+    typedef typename TY::S S;
+    enum { V = TY::V, U = V == 4 ? 4 : 2 };
+    const int ATX = p.ATX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int64_t C = p.C, chunks = (C + V - 1) / V, per_n = (p.S + p.ARB - 1) / p.ARB;
+    for (int64_t blk = blockIdx.x; blk < p.N * per_n; blk += gridDim.x) {
+        const int64_t n = blk / per_n, r0 = (blk - n * per_n) * p.ARB, r1 = r0 + p.ARB < p.S ? r0 + p.ARB : p.S;
+        for (int64_t cc = tx; cc < chunks; cc += ATX) {
+            const int64_t e0 = cc * V, i0 = n * C + e0;
+            const int cnt = C - e0 < V ? (int)(C - e0) : V;
+            float xm[V], xs[V], rs[V], mg[V], mgx[V], gn[V];
+            nbwdg__ld_param<DT>(xm, p.xm, NBWD_F32, i0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(xs, p.xs, NBWD_F32, i0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(rs, p.rstd, NBWD_F32, i0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(mg, p.mg, NBWD_F32, i0, cnt, p.vec, 0.0f);
+            nbwdg__ld_param<DT>(mgx, p.mgx, NBWD_F32, i0, cnt, p.vec, 0.0f);
+            if (p.gain) nbwdg__ld_param<DT>(gn, p.gain, NBWD_F32, e0, cnt, p.vec, 0.0f);
+            for (int64_t row = r0 + ty; row < r1; row += (int64_t)ATY * U) {
+                nbwdg__vec<DT> cx[U], cy[U];
+                int64_t odx[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int64_t r = row + (int64_t)u * ATY;
+                    if (r < r1) {
+                        int64_t ox, oy;
+                        nbwdg__offsets3(p.o, n * p.S + r, ox, oy, odx[u]);
+                        cx[u] = nbwdg__ldv<DT>((const S *)p.x + ox, e0, cnt, p.vec);
+                        cy[u] = nbwdg__ldv<DT>((const S *)p.dy + oy, e0, cnt, p.vec);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    if (row + (int64_t)u * ATY < r1) {
+                        nbwdg__vec<DT> o;
+#pragma unroll
+                        for (int v = 0; v < V; ++v) {
+                            const float xh = __fmul_rn(__fsub_rn(TY::in(cx[u].e[v]), xm[v]), xs[v]);
+                            const float dv = TY::in(cy[u].e[v]);
+                            const float g = p.gain ? __fmul_rn(dv, gn[v]) : dv;
+                            o.e[v] = TY::out(__fmul_rn(__fsub_rn(g, __fmaf_rn(xh, mgx[v], mg[v])), rs[v]));
+                        }
+                        nbwdg__stv<DT>((S *)p.dx + odx[u], e0, cnt, p.vec, o);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -1882,6 +2087,10 @@ static void nbwdg__bn_launch_reduce(const nbwdg__bn_k &k, cudaStream_t st) {
 }
 template <int DT>
 static void nbwdg__bn_launch_apply(const nbwdg__bn_k &k, cudaStream_t st) {
+    if (k.nxc) {
+        nbwdg__bn_apply_nxc<DT><<<nbwdg__grid(nbwdg__cdiv(k.rows, k.ARB)), NBWDG__BN_THREADS, 0, st>>>(k);
+        return;
+    }
     const int64_t items = k.rows * nbwdg__cdiv(k.inner, nbwdg__ty<DT>::V);
     nbwdg__bn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
 }
@@ -1966,40 +2175,40 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         k.gamma = args->diff_gamma ? args->gamma : NULL; /* without diff_gamma/diff_beta gamma is ignored */
         k.dg = args->diff_gamma; k.db = args->diff_beta;
         k.coef = (float *)(ws + c.off_coef - NBWDG__ALIGN);
-        k.totals = (float *)(ws + c.off_tot - NBWDG__ALIGN);
         k.part = (float *)(ws + c.off_part - NBWDG__ALIGN);
         k.C = p.C; k.M = p.M; k.N = p.N; k.rows = c.rows; k.inner = c.inner;
         k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = nbwdg__bn_rows_alg(&p);
+        k.ATX = c.ATX; k.ARB = c.ARB;
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.global_stats = p.global_stats;
         k.count = phase == 2 ? sums->count : p.M;
         k.vec = c.inner % c.V == 0 && nbwdg__aligned(k.x, &k.o, NBWD__BN_X, esz) &&
                 nbwdg__aligned(k.dy, &k.o, NBWD__BN_DY, esz) && nbwdg__aligned(k.dx, &k.o, NBWD__BN_DX, esz);
 
-        nbwdg__bn_stats_kernel<<<cgrid, 256, 0, st>>>(k);
-        if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
-        if (phase == 2) {
-            k.totals = NULL; /* apply: the sums are given */
-            k.given_dy = sums->sum_dy;
-            k.given_dyx = sums->sum_dy_xhat;
-        } else if (p.global_stats && !args->diff_gamma) {
-            k.totals = NULL; /* global statistics and dx alone: no sums */
+        if (phase == 2 || (p.global_stats && !args->diff_gamma)) {
+            /* apply: the sums are given; or global statistics and dx alone:
+               no sums (the finish reads zeros) */
+            if (phase == 2) {
+                k.given_dy = sums->sum_dy;
+                k.given_dyx = sums->sum_dy_xhat;
+            }
+            nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
         } else {
-            nbwdg__comb_k q;
             if (p.dt == NBWD_F32) nbwdg__bn_launch_reduce<NBWD_F32>(k, st);
             else if (p.dt == NBWD_F16) nbwdg__bn_launch_reduce<NBWD_F16>(k, st);
             else nbwdg__bn_launch_reduce<NBWD_BF16>(k, st);
             if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
-            memset(&q, 0, sizeof q);
-            q.part = k.part; q.nb = c.nb; q.width = 2 * p.C; q.n = p.C; q.totals = k.totals; q.mode = 0;
             if (phase == 1) { /* reduce: the totals straight into the sums (f32, the same bits) */
-                q.mode = 1; q.dg = args->diff_gamma; q.db = args->diff_beta; q.pdt = p.pdt; q.accumulate = p.accumulate;
+                nbwdg__comb_k q;
+                memset(&q, 0, sizeof q);
+                q.part = k.part; q.nb = c.nb; q.width = 2 * p.C; q.n = p.C; q.mode = 1;
+                q.dg = args->diff_gamma; q.db = args->diff_beta; q.pdt = p.pdt; q.accumulate = p.accumulate;
+                nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
+                if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
+                return NBWD_OK;
             }
-            nbwdg__combine_kernel<<<nbwdg__grid(nbwdg__cdiv(q.width, 32)), dim3(32, 32), 0, st>>>(q);
-            if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd reduction kernel launch", e);
-            if (phase == 1) return NBWD_OK;
+            nbwdg__bn_combine_finish<<<nbwdg__grid(nbwdg__cdiv(p.C, 32)), dim3(32, 32), 0, st>>>(k);
         }
-        nbwdg__bn_finish_kernel<<<cgrid, 256, 0, st>>>(k);
         if ((e = cudaGetLastError()) != cudaSuccess) return nbwdg__cuda_fail("norm_bwd BatchNorm kernel launch", e);
         if (args->diff_src) {
             if (p.dt == NBWD_F32) nbwdg__bn_launch_apply<NBWD_F32>(k, st);
@@ -2034,6 +2243,10 @@ static void nbwdg__gn_launch_reduce(const nbwdg__gn_k &k, cudaStream_t st) {
 }
 template <int DT>
 static void nbwdg__gn_launch_apply(const nbwdg__gn_k &k, int64_t rows, int64_t inner, cudaStream_t st) {
+    if (k.TX > 0) { /* NXC */
+        nbwdg__gn_apply_nxc<DT><<<nbwdg__grid(k.N * nbwdg__cdiv(k.S, k.ARB)), NBWDG__BN_THREADS, 0, st>>>(k);
+        return;
+    }
     const int64_t items = rows * nbwdg__cdiv(inner, nbwdg__ty<DT>::V);
     nbwdg__gn_apply<DT><<<nbwdg__grid(nbwdg__cdiv(items, NBWDG__BN_THREADS)), NBWDG__BN_THREADS, 0, st>>>(k);
 }
@@ -2086,7 +2299,7 @@ static nbwd_status nbwdg__gn_run(const nbwd_group_norm_bwd_desc *desc, const nbw
         k.N = p.N; k.groups = p.G; k.Cg = p.Cg; k.S = p.S; k.K = p.K; k.NC = c.NC;
         k.ms0 = p.mean_st[0]; k.ms1 = p.mean_st[1]; k.vs0 = p.var_st[0]; k.vs1 = p.var_st[1];
         k.gst = nbwdg__pstride(&p.par, NBWD__PG); k.bst = nbwdg__pstride(&p.par, NBWD__PB);
-        k.piece = c.piece; k.pieces = c.pieces; k.R = c.R; k.nb = c.nb; k.G = c.G; k.TX = c.TX;
+        k.piece = c.piece; k.pieces = c.pieces; k.R = c.R; k.nb = c.nb; k.G = c.G; k.TX = c.TX; k.ATX = c.ATX; k.ARB = c.ARB;
         k.sdt = p.sdt; k.form = p.form; k.eps = p.eps;
         k.vec = (p.nxc ? p.C : p.S) % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) &&
                 nbwdg__aligned(k.dy, &k.o, 1, esz) && nbwdg__aligned(k.dx, &k.o, 2, esz);

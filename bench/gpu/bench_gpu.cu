@@ -4,7 +4,8 @@
    device-to-device cudaMemcpy bandwidth. Each result is checked against
    the CPU path (norm_bwd.h) before timing. Without a GPU it says so and
    exits 0. Usage: bench_gpu [runs] [--only ln|bn|gn] [--nocheck] [--sweep]
-   (see main). */
+   (see main); NBWD_BN_RSCALE=f in the environment scales BatchNorm NXC's
+   rows per partial (an experiment's knob). */
 #define NORM_BWD_IMPLEMENTATION
 #define NORM_BWD_NO_SIMD
 #define NORM_BWD_GPU_IMPLEMENTATION
@@ -18,6 +19,13 @@ static int tune_on, tune_G, tune_K, tune_R;
         } else if (tune_on && tune_R) {                                                                        \
             (c)->R = tune_R;                                                                                   \
         }                                                                                                      \
+    } while (0)
+/* NBWD_BN_RSCALE=f: BatchNorm NXC's rows per partial scaled by f (an
+   experiment's knob: the partial count follows) */
+#define NBWDG__BN_TUNE(p, c)                                                                                   \
+    do {                                                                                                       \
+        const char *s_ = getenv("NBWD_BN_RSCALE");                                                             \
+        if (s_) (c)->R = (int64_t)((double)(c)->R * atof(s_)) < 1 ? 1 : (int64_t)((double)(c)->R * atof(s_)); \
     } while (0)
 #include "../../norm_bwd_gpu.h"
 
