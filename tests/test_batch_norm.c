@@ -6,7 +6,8 @@
    a >= 2^20 element case, degenerate N = 0, C = 0, N * spatial = 1,
    frozen (global) statistics, the two-phase calls (the batch split into
    slices: reduce per slice, the sums added, apply per slice), and the fused
-   ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU: diff_dst masked by dst > 0). */
+   ReLU (NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU: diff_dst masked by dst > 0),
+   also with diff_dst strided inside its NCX spatial dims. */
 #include "nbwd_test.h"
 
 enum { B_DENSE = 0, B_PADDED = 1, B_NEGATIVE = 2 };
@@ -14,6 +15,9 @@ enum { BD_NORMAL = 0, BD_CONSTANT = 1, BD_BIG_MEAN = 2 };
 enum { BIP_NONE = 0, BIP_DY = 1, BIP_X = 2 };
 /* the fused ReLU's in-place forms: diff_src_add is diff_dst or dst; diff_src is dst */
 enum { BRA_NONE = 0, BRA_ADD_DY = 1, BRA_ADD_DST = 2, BRA_DX_DST = 3 };
+/* NCX diff_dst strided inside the spatial dims (the fused ReLU reads it
+   elementwise): an innermost stride of 2, or rows W + 3 elements apart */
+enum { BDS_NONE = 0, BDS_INNER2 = 1, BDS_PITCH = 2 };
 
 typedef struct bn_cfg {
     int rank;
@@ -36,6 +40,7 @@ typedef struct bn_cfg {
     int split; /* > 1: the batch in that many slices through reduce and apply */
     unsigned relu;  /* 0, NBWD_FUSE_RELU or NBWD_FUSE_ADD_RELU */
     int relu_alias; /* BRA_* */
+    int dy_spatial; /* BDS_* (NCX, with the fused ReLU; not with inplace, relu_alias or split) */
     uint64_t seed;
 } bn_cfg;
 
@@ -151,6 +156,63 @@ static nbwd_status bn_split_call(const bn_cfg *c, const nbwd_batch_norm_bwd_desc
     return st;
 }
 
+/* diff_dst's strides for c->dy_spatial: an innermost stride of 2
+   (BDS_INNER2) or a row pitch of W + 3 (BDS_PITCH), the N and C strides
+   padded by one element more in strided layouts (as t_padded_strides) */
+static void bn_dy_spatial_strides(const bn_cfg *c, int64_t *st) {
+    int64_t s = c->dy_spatial == BDS_INNER2 ? 2 : 1;
+    int d;
+    for (d = c->rank - 1; d >= 0; --d) {
+        st[d] = s;
+        s *= c->dims[d] > 0 ? c->dims[d] : 1;
+        if (d == c->rank - 1 && c->dy_spatial == BDS_PITCH) s += 3;
+        if (d <= 2 && c->strides) s += 1;
+    }
+}
+
+/* The same call on a dense copy of diff_dst (into outputs of the same
+   strides, diff_gamma/diff_beta holding the same previous values) must
+   give every output's bits: the library promises them for any strides. */
+static int bn_dense_dy_bits(const bn_cfg *c, const nbwd_batch_norm_bwd_desc *desc,
+                            const nbwd_batch_norm_bwd_args *args, const t_buf *bdy, const t_buf *pdx, const t_buf *bdg,
+                            const t_buf *bdb, const t_buf *padd, const double *prev_dg, const double *prev_db) {
+    nbwd_batch_norm_bwd_desc d2 = *desc;
+    nbwd_batch_norm_bwd_args a2 = *args;
+    t_buf ddy, dx2, dg2, db2, add2;
+    int64_t e, C = bdg->dims[0];
+    size_t esz = t_esize(c->dt);
+    int ok = 1;
+    memset(&dx2, 0, sizeof dx2);
+    memset(&add2, 0, sizeof add2);
+    if (!t_buf_alloc(&ddy, c->rank, c->dims, NULL, c->dt) || !t_buf_alloc(&dg2, 1, &C, bdg->strides, bdg->dt) ||
+        !t_buf_alloc(&db2, 1, &C, bdb->strides, bdb->dt) ||
+        (pdx && !t_buf_alloc(&dx2, c->rank, c->dims, pdx->strides, c->dt)) ||
+        (padd && !t_buf_alloc(&add2, c->rank, c->dims, padd->strides, c->dt))) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    for (e = 0; e < ddy.count; ++e) /* the bits, element by element */
+        memcpy(ddy.base + t_buf_offset(&ddy, e) * (int64_t)esz, bdy->base + t_buf_offset(bdy, e) * (int64_t)esz, esz);
+    for (e = 0; e < C && c->accumulate; ++e) {
+        t_buf_set(&dg2, e, prev_dg[e]);
+        t_buf_set(&db2, e, prev_db[e]);
+    }
+    d2.diff_dst_strides = ddy.strides;
+    a2.diff_dst = ddy.base;
+    if (a2.diff_src) a2.diff_src = dx2.base;
+    if (a2.diff_gamma) { a2.diff_gamma = dg2.base; a2.diff_beta = db2.base; }
+    if (a2.diff_src_add) a2.diff_src_add = add2.base;
+    ok &= CHECK_STATUS(nbwd_batch_norm_bwd(&d2, &a2, NULL, 0), NBWD_OK);
+    if (pdx) ok &= CHECK(t_buf_same_bytes(pdx, &dx2), "diff_src: not the bits of the call on a dense diff_dst");
+    ok &= CHECK(t_buf_same_bytes(bdg, &dg2) && t_buf_same_bytes(bdb, &db2),
+                "diff_gamma/diff_beta: not the bits of the call on a dense diff_dst");
+    if (padd) ok &= CHECK(t_buf_same_bytes(padd, &add2), "diff_src_add: not the bits of the call on a dense diff_dst");
+    t_buf_free(&ddy); t_buf_free(&dg2); t_buf_free(&db2);
+    if (dx2.alloc) t_buf_free(&dx2);
+    if (add2.alloc) t_buf_free(&add2);
+    return ok;
+}
+
 static int bn_run(const bn_cfg *c) {
     char dims[128];
     int d, k = 0, cd = bn_cdim(c), ok = 1;
@@ -181,11 +243,11 @@ static int bn_run(const bn_cfg *c) {
     }
     M = C > 0 ? total / C : 0;
     t_case("BN %s dims=%s form=%s dt=%s/%s/%s gamma=%d params=%d dx=%d strides=%d inplace=%d acc=%d global=%d eps=%g "
-           "data=%d threads=%d ws=%d split=%d relu=%u/%d seed=%llu isa=%s",
+           "data=%d threads=%d ws=%d split=%d relu=%u/%d dy_spatial=%d seed=%llu isa=%s",
            c->layout == NBWD_NCX ? "NCX" : "NXC", dims, t_form_name(c->form), t_dtype_name(c->dt),
            t_dtype_name(c->sdt), t_dtype_name(c->pdt), c->gamma, c->params, c->want_dx, c->strides, c->inplace,
            c->accumulate, c->global_stats, (double)c->eps, c->data, c->threads, c->caller_ws, c->split, c->relu,
-           c->relu_alias, (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
+           c->relu_alias, c->dy_spatial, (unsigned long long)c->seed, nbwd_isa_name(g_test_isa));
     t_rng_seed(&rng, c->seed);
 
     /* strides: the dense block is the spatial dims (NCX) or C (NXC); with
@@ -193,6 +255,7 @@ static int bn_run(const bn_cfg *c) {
     t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 3 : 0, st_x);
     t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 1 : 0, st_dy);
     t_padded_strides(c->rank, c->dims, dense_from, c->strides ? 2 : 0, st_dx);
+    if (c->dy_spatial) bn_dy_spatial_strides(c, st_dy);
     if (c->strides == B_NEGATIVE) { /* an outer dim of each input runs backwards */
         int nd = c->layout == NBWD_NCX || c->rank > 2 ? 1 : 0; /* NCX: C; NXC: the first spatial dim */
         st_x[0] = -st_x[0];
@@ -346,7 +409,7 @@ static int bn_run(const bn_cfg *c) {
                  c->relu;
     desc.num_threads = c->threads;
     desc.isa = g_test_isa;
-    if (c->strides || c->inplace) {
+    if (c->strides || c->inplace || c->dy_spatial) {
         desc.src_strides = bx.strides;
         desc.diff_dst_strides = bdy.strides;
         desc.diff_src_strides = pdx ? pdx->strides : NULL;
@@ -433,6 +496,7 @@ static int bn_run(const bn_cfg *c) {
             ok &= CHECK(t_snap_same(&s_dy, &bdy), "diff_dst was modified");
         ok &= CHECK(t_snap_same(&s_m, &bm) && t_snap_same(&s_v, &bv) && t_snap_same(&s_g, &bg),
                     "statistics or gamma were modified");
+        if (c->dy_spatial) ok &= bn_dense_dy_bits(c, &desc, &args, &bdy, pdx, &bdg, &bdb, padd, prev_dg, prev_db);
     }
     if (ws) free(ws);
     t_snap_free(&s_x); t_snap_free(&s_dy); t_snap_free(&s_m); t_snap_free(&s_v); t_snap_free(&s_g);
@@ -1055,12 +1119,75 @@ static void bn_fused_relu(void) {
                                  flags[fl], 1 + fl, v);
 }
 
+/* 11. The fused ReLU on NCX with diff_dst strided inside its spatial dims
+   (the mask reads diff_dst elementwise, with any strides; the staging of
+   each block of channels' masked diff_dst takes diff_dst dense there only):
+   an innermost stride of 2 and a row pitch of W + 3, both flags, f32 and
+   bf16, rank 4 and rank 3 (innermost stride 2), 1 and 2 threads, dst dense
+   (so that only diff_dst's strides choose the staging), against the
+   float64 reference and bit for bit the call on a dense copy of diff_dst;
+   then the parameter gradients alone, padded and negative outer strides,
+   frozen statistics, accumulate, rank 5 and f16. */
+static void bn_relu_dy_spatial(void) {
+    int fl, k, sp, t, v;
+    static const int64_t sp2[2] = {5, 9}, sp1[1] = {37}, sp3[3] = {3, 4, 5};
+    static const unsigned flags[2] = {NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU};
+    for (fl = 0; fl < 2; ++fl)
+        for (k = 0; k < 2; ++k)
+            for (t = 1; t <= 2; ++t) {
+                for (sp = BDS_INNER2; sp <= BDS_PITCH; ++sp) {
+                    bn_cfg c;
+                    bn_defaults(&c);
+                    bn_shape(&c, NBWD_NCX, 3, 5, 2, sp2);
+                    c.relu = flags[fl];
+                    c.dt = k ? NBWD_BF16 : NBWD_F32;
+                    c.dy_spatial = sp;
+                    c.threads = t;
+                    c.form = (nbwd_stats_form)((fl + k + t + sp) % 3);
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+                { /* rank 3: the innermost stride is the only spatial one */
+                    bn_cfg c;
+                    bn_defaults(&c);
+                    bn_shape(&c, NBWD_NCX, 3, 4, 1, sp1);
+                    c.relu = flags[fl];
+                    c.dt = k ? NBWD_BF16 : NBWD_F32;
+                    c.dy_spatial = BDS_INNER2;
+                    c.threads = t;
+                    c.form = (nbwd_stats_form)((fl + k + t) % 3);
+                    c.seed = ++g_bseed;
+                    bn_run(&c);
+                }
+            }
+    for (v = 0; v < 6; ++v) {
+        bn_cfg c;
+        bn_defaults(&c);
+        if (v == 5) bn_shape(&c, NBWD_NCX, 2, 3, 3, sp3);
+        else bn_shape(&c, NBWD_NCX, 3, 5, 2, sp2);
+        c.relu = flags[v % 2];
+        c.dy_spatial = v % 3 == 0 ? BDS_INNER2 : BDS_PITCH;
+        c.threads = 1 + v % 2;
+        switch (v) {
+        case 0: c.want_dx = 0; break; /* diff_gamma/diff_beta alone still stage the blocks */
+        case 1: c.strides = B_PADDED; c.dt = NBWD_BF16; break; /* dst then has no dense block */
+        case 2: c.strides = B_NEGATIVE; break;
+        case 3: c.global_stats = 1; break;
+        case 4: c.accumulate = 1; c.dt = NBWD_BF16; break;
+        default: c.dt = NBWD_F16; break;
+        }
+        c.seed = ++g_bseed;
+        bn_run(&c);
+    }
+}
+
 void test_batch_norm(void) {
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"full cross", bn_full_cross}, {"shapes", bn_shapes},         {"strides", bn_strides},
         {"in-place/accumulate", bn_inplace_accumulate}, {"data", bn_data}, {"degenerate", bn_degenerate},
         {"large/threads", bn_large_threads}, {"global statistics", bn_global_stats},
         {"two-phase", bn_two_phase}, {"fused ReLU", bn_fused_relu},
+        {"fused ReLU, spatially strided diff_dst", bn_relu_dy_spatial},
     };
     int k;
     for (k = 0; k < (int)(sizeof parts / sizeof parts[0]); ++k) {
