@@ -5,10 +5,41 @@
 # when it exists. Uses the binaries of `make gpu`
 # when they are there (build/gpu, copied from a build machine), else builds
 # them. Logs go to $OUT (default build/gpu/out); each step prints its tail.
+# `gpu_device_run.sh cpu` instead runs the CPU benchmark on the machine's
+# own cores (build/bench/nbwd_bench and build/lib from tools/lease_kit.sh):
+# the default set at 1 and 2 threads (the README's table; CPU_SECONDS,
+# default 360) and BatchNorm/GroupNorm/LayerNorm rows at 1-16 threads.
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu/out}
 mkdir -p "$out"
+if [ "${1:-}" = cpu ]; then
+    final=$out out=/tmp/nbwd_cpu  # logs and CSVs, then one archive in $OUT
+    mkdir -p /tmp/nbwd_lib $out
+    for f in build/lib/*; do
+        case $f in *.xz) xz -dc "$f" > /tmp/nbwd_lib/"$(basename "$f" .xz)" ;; *) cp "$f" /tmp/nbwd_lib/ ;; esac
+    done
+    export LD_LIBRARY_PATH="/tmp/nbwd_lib:${LD_LIBRARY_PATH:-}"
+    lscpu | grep -E 'Model name|^CPU\(s\)'
+    # the default set (bench.c's default_shapes) in three parts, so that a
+    # part cut off by its time loses that part alone
+    i=0
+    for shapes in \
+        ln:32768x768,ln:8192x1024,ln:4096x4096,ln:2048x8192,ln:131072x64,ln:500000x24,ln:64x768,rms:32768x4096,rms:8192x1024,rms:64x4096,rms-res:32768x4096,ln-res:8192x1024,rms-none:2048x4096,rms-none:64x4096,ln-none:8192x768 \
+        bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024,bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-ncx-addrelu:32x64x56x56,bn-nxc-addrelu:32x64x56x56 \
+        gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32,gn-nxc:16x128x128x128/32,gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64; do
+        i=$((i + 1))
+        timeout $(( ${CPU_SECONDS:-360} / 3 )) build/bench/nbwd_bench --threads 1,2 --shapes "$shapes" \
+            --csv "$out/cpu_1_2_$i.csv" >"$out/cpu_1_2_$i.log" 2>&1
+        echo "== default set part $i, 1 and 2 threads: exit $?"; grep -E '^[A-Za-z]+(\+res)? +(row|N[A-Z]*) ' "$out/cpu_1_2_$i.log"
+    done
+    timeout 150 build/bench/nbwd_bench --threads 1,2,4,8,16 --reps 7 --csv "$out/cpu_scaling.csv" \
+        --shapes ln:32768x768,rms:16384x4096,bn-nxc:32x64x56x56,bn-ncx:32x64x56x56,bn-nxc-relu:32x64x56x56,gn-nxc:16x128x128x128/32,gn-ncx:16x128x128x128/32 \
+        >"$out/cpu_scaling.log" 2>&1
+    echo "== scaling: exit $?"; grep -E '^[A-Za-z]+ +(row|N[A-Z]*) ' "$out/cpu_scaling.log"
+    tar -czf "$final/cpu.tgz" -C "$out" .
+    exit 0
+fi
 export LD_LIBRARY_PATH="$PWD/build/gpu:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/smi.txt"
 [ -x build/gpu/test_gpu ] || make gpu >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
