@@ -372,10 +372,10 @@ static void nbwdg__ln_config(const nbwd__ln_plan *p, nbwdg__ln_cfg *c) {
    scale), then partials [nb][2][C], then (NBWD_FUSE_RELU) the masked dy,
    dense row-major over desc->dims. NXC: the reduction in blocks of R rows
    (of C channels), TX threads across channel chunks x 256/TX row slices;
-   dx in blocks of ARB rows, ATX threads across the chunks. NCX: one
+   dx in blocks of ARB rows, the same TX threads across the chunks. NCX: one
    partial per (channel, nper batch entries). */
 typedef struct nbwdg__bn_cfg {
-    int V, TX, ATX;
+    int V, TX;
     int64_t ARB;
     int64_t rows, inner, chunks; /* rows of `inner` dense elements: NXC M x C, NCX (N*C) x S */
     int64_t R, nper, nb;
@@ -422,10 +422,8 @@ static void nbwdg__bn_config(const nbwd__bn_plan *p, nbwdg__bn_cfg *c) {
         c->R = nbwdg__rows_per_partial(c->R, p->M, NBWDG__BN_THREADS / tx, p->dt);
         NBWDG__BN_TUNE(p, c);
         c->nb = nbwdg__cdiv(p->M, c->R);
-        /* apply: about 1024 blocks, 1 to 16 rows per thread */
-        tx = 1;
-        while (tx < NBWDG__BN_THREADS && tx < c->chunks) tx *= 2;
-        c->ATX = (int)tx;
+        /* apply: the same TX threads across the chunks; about 1024 blocks,
+           1 to 16 rows per thread */
         {
             const int64_t slices = NBWDG__BN_THREADS / tx;
             int64_t per = p->M / (slices * 1024);
@@ -644,7 +642,7 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_apply(const nbwd_batch_norm_bwd
 #define NBWDG__GN_PIECE 8192 /* a multiple of every vector width */
 #define NBWDG__GN_MIN_ROWS 64
 typedef struct nbwdg__gn_cfg {
-    int V, G, TX, ATX;
+    int V, G, TX;
     int64_t NC, piece, pieces, R, nb, nparts, ARB;
     size_t off_coef, off_tot, off_part, ws_bytes;
 } nbwdg__gn_cfg;
@@ -668,10 +666,8 @@ static void nbwdg__gn_config(const nbwd__gn_plan *p, nbwdg__gn_cfg *c) {
         c->R = nbwdg__rows_per_partial(c->R, p->N * p->S, NBWDG__BN_THREADS / g, p->dt);
         c->nb = nbwdg__cdiv(p->S, c->R);
         c->nparts = c->nb;
-        /* apply: about 1024 blocks, 1 to 16 positions per thread */
-        g = 1;
-        while (g < NBWDG__BN_THREADS && g < chunks) g *= 2;
-        c->ATX = (int)g;
+        /* apply: the same TX threads across the chunks; about 1024 blocks,
+           1 to 16 positions per thread */
         {
             const int64_t slices = NBWDG__BN_THREADS / g;
             int64_t per = p->N * p->S / (slices * 1024);
@@ -1304,8 +1300,7 @@ struct nbwdg__bn_k {
     float *part;
     int64_t C, M, rows, inner, R, nper, N, nb;
     int TX, nxc, vec, sdt, pdt, form, accumulate;
-    int ATX;     /* NXC apply: threads across the channel chunks */
-    int64_t ARB; /* NXC apply: rows per block */
+    int64_t ARB; /* NXC apply: rows per block (TX threads across the channel chunks) */
     int global_stats; /* NBWD_USE_GLOBAL_STATS */
     float eps;
     int64_t count;                     /* the sums' batch size: M, or apply's count */
@@ -1519,8 +1514,8 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_apply(const __gri
     }
 }
 
-/* The same dx, NXC: a block takes ARB rows x every channel chunk, ATX
-   threads across the chunks x 256 / ATX row slices. A thread keeps its
+/* The same dx, NXC: a block takes ARB rows x every channel chunk, TX
+   threads across the chunks x 256 / TX row slices. A thread keeps its
    chunk's coefficients in registers over its rows: loaded per element,
    5 x V scattered coefficients cost more than the element's own data. Four
    rows' loads go out before their stores (each element is read and
@@ -1530,7 +1525,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__bn_apply_nxc(cons
     typedef nbwdg__ty<DT> TY;
     typedef typename TY::S S;
     enum { V = TY::V, U = V == 4 ? 4 : 2 }; /* 16-bit: 40 registers of coefficients */
-    const int ATX = p.ATX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int ATX = p.TX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
     const int64_t C = p.C, chunks = (C + V - 1) / V;
     for (int64_t blk = blockIdx.x; blk * p.ARB < p.rows; blk += gridDim.x) {
         const int64_t r0 = blk * p.ARB, r1 = r0 + p.ARB < p.rows ? r0 + p.ARB : p.rows;
@@ -1625,7 +1620,7 @@ struct nbwdg__gn_k {
     int64_t gst, bst, dgst, dbst; /* the [C] tensors' strides */
     int64_t piece, pieces, R, nb;
     int64_t ARB; /* NXC apply: positions per block */
-    int G, TX, ATX, vec, sdt, pdt, form, unscale, accumulate;
+    int G, TX, vec, sdt, pdt, form, unscale, accumulate;
     float eps;
 };
 
@@ -1840,7 +1835,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__gn_apply_nxc(cons
     typedef nbwdg__ty<DT> TY;
     typedef typename TY::S S;
     enum { V = TY::V, U = V == 4 ? 4 : 2 };
-    const int ATX = p.ATX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int ATX = p.TX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
     const int64_t C = p.C, chunks = (C + V - 1) / V, per_n = (p.S + p.ARB - 1) / p.ARB;
     for (int64_t blk = blockIdx.x; blk < p.N * per_n; blk += gridDim.x) {
         const int64_t n = blk / per_n, r0 = (blk - n * per_n) * p.ARB, r1 = r0 + p.ARB < p.S ? r0 + p.ARB : p.S;
@@ -2178,7 +2173,7 @@ static nbwd_status nbwdg__bn_run(const nbwd_batch_norm_bwd_desc *desc, const nbw
         k.part = (float *)(ws + c.off_part - NBWDG__ALIGN);
         k.C = p.C; k.M = p.M; k.N = p.N; k.rows = c.rows; k.inner = c.inner;
         k.R = c.R; k.nper = c.nper; k.nb = c.nb; k.TX = c.TX; k.nxc = nbwdg__bn_rows_alg(&p);
-        k.ATX = c.ATX; k.ARB = c.ARB;
+        k.ARB = c.ARB;
         k.sdt = p.sdt; k.pdt = p.pdt; k.form = p.form; k.accumulate = p.accumulate; k.eps = p.eps;
         k.global_stats = p.global_stats;
         k.count = phase == 2 ? sums->count : p.M;
@@ -2299,7 +2294,7 @@ static nbwd_status nbwdg__gn_run(const nbwd_group_norm_bwd_desc *desc, const nbw
         k.N = p.N; k.groups = p.G; k.Cg = p.Cg; k.S = p.S; k.K = p.K; k.NC = c.NC;
         k.ms0 = p.mean_st[0]; k.ms1 = p.mean_st[1]; k.vs0 = p.var_st[0]; k.vs1 = p.var_st[1];
         k.gst = nbwdg__pstride(&p.par, NBWD__PG); k.bst = nbwdg__pstride(&p.par, NBWD__PB);
-        k.piece = c.piece; k.pieces = c.pieces; k.R = c.R; k.nb = c.nb; k.G = c.G; k.TX = c.TX; k.ATX = c.ATX; k.ARB = c.ARB;
+        k.piece = c.piece; k.pieces = c.pieces; k.R = c.R; k.nb = c.nb; k.G = c.G; k.TX = c.TX; k.ARB = c.ARB;
         k.sdt = p.sdt; k.form = p.form; k.eps = p.eps;
         k.vec = (p.nxc ? p.C : p.S) % c.V == 0 && nbwdg__aligned(k.x, &k.o, 0, esz) &&
                 nbwdg__aligned(k.dy, &k.o, 1, esz) && nbwdg__aligned(k.dx, &k.o, 2, esz);
