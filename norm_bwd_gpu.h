@@ -1517,7 +1517,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS) nbwdg__bn_apply(const __gri
 /* The same dx, NXC: a block takes ARB rows x every channel chunk, TX
    threads across the chunks x 256 / TX row slices. A thread keeps its
    chunk's coefficients in registers over its rows: loaded per element,
-   5 x V scattered coefficients cost more than the element's own data. Four
+   5 x V scattered coefficients cost more than the element's own data. U
    rows' loads go out before their stores (each element is read and
    written by one thread, so dx may be x or dy). */
 template <int DT>
@@ -1525,11 +1525,11 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__bn_apply_nxc(cons
     typedef nbwdg__ty<DT> TY;
     typedef typename TY::S S;
     enum { V = TY::V, U = V == 4 ? 4 : 2 }; /* 16-bit: 40 registers of coefficients */
-    const int ATX = p.TX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int TX = p.TX, TY_ = NBWDG__BN_THREADS / TX, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
     const int64_t C = p.C, chunks = (C + V - 1) / V;
     for (int64_t blk = blockIdx.x; blk * p.ARB < p.rows; blk += gridDim.x) {
         const int64_t r0 = blk * p.ARB, r1 = r0 + p.ARB < p.rows ? r0 + p.ARB : p.rows;
-        for (int64_t cc = tx; cc < chunks; cc += ATX) {
+        for (int64_t cc = tx; cc < chunks; cc += TX) {
             const int64_t e0 = cc * V;
             const int cnt = C - e0 < V ? (int)(C - e0) : V;
             float xm[V], xs[V], mg[V], mgx[V], sc[V];
@@ -1538,12 +1538,12 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__bn_apply_nxc(cons
             nbwdg__ld_param<DT>(mg, p.coef + 2 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
             nbwdg__ld_param<DT>(mgx, p.coef + 3 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
             nbwdg__ld_param<DT>(sc, p.coef + 4 * C, NBWD_F32, e0, cnt, p.vec, 0.0f);
-            for (int64_t row = r0 + ty; row < r1; row += (int64_t)ATY * U) {
+            for (int64_t row = r0 + ty; row < r1; row += (int64_t)TY_ * U) {
                 nbwdg__vec<DT> cx[U], cy[U];
                 int64_t odx[U];
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    const int64_t r = row + (int64_t)u * ATY;
+                    const int64_t r = row + (int64_t)u * TY_;
                     if (r < r1) {
                         int64_t ox, oy;
                         nbwdg__offsets3(p.o, r, ox, oy, odx[u]);
@@ -1553,7 +1553,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__bn_apply_nxc(cons
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    if (row + (int64_t)u * ATY < r1) {
+                    if (row + (int64_t)u * TY_ < r1) {
                         nbwdg__vec<DT> o;
 #pragma unroll
                         for (int v = 0; v < V; ++v) {
@@ -1835,11 +1835,11 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__gn_apply_nxc(cons
     typedef nbwdg__ty<DT> TY;
     typedef typename TY::S S;
     enum { V = TY::V, U = V == 4 ? 4 : 2 };
-    const int ATX = p.TX, ATY = NBWDG__BN_THREADS / ATX, tx = threadIdx.x % ATX, ty = threadIdx.x / ATX;
+    const int TX = p.TX, TY_ = NBWDG__BN_THREADS / TX, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
     const int64_t C = p.C, chunks = (C + V - 1) / V, per_n = (p.S + p.ARB - 1) / p.ARB;
     for (int64_t blk = blockIdx.x; blk < p.N * per_n; blk += gridDim.x) {
         const int64_t n = blk / per_n, r0 = (blk - n * per_n) * p.ARB, r1 = r0 + p.ARB < p.S ? r0 + p.ARB : p.S;
-        for (int64_t cc = tx; cc < chunks; cc += ATX) {
+        for (int64_t cc = tx; cc < chunks; cc += TX) {
             const int64_t e0 = cc * V, i0 = n * C + e0;
             const int cnt = C - e0 < V ? (int)(C - e0) : V;
             float xm[V], xs[V], rs[V], mg[V], mgx[V], gn[V];
@@ -1849,12 +1849,12 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__gn_apply_nxc(cons
             nbwdg__ld_param<DT>(mg, p.mg, NBWD_F32, i0, cnt, p.vec, 0.0f);
             nbwdg__ld_param<DT>(mgx, p.mgx, NBWD_F32, i0, cnt, p.vec, 0.0f);
             if (p.gain) nbwdg__ld_param<DT>(gn, p.gain, NBWD_F32, e0, cnt, p.vec, 0.0f);
-            for (int64_t row = r0 + ty; row < r1; row += (int64_t)ATY * U) {
+            for (int64_t row = r0 + ty; row < r1; row += (int64_t)TY_ * U) {
                 nbwdg__vec<DT> cx[U], cy[U];
                 int64_t odx[U];
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    const int64_t r = row + (int64_t)u * ATY;
+                    const int64_t r = row + (int64_t)u * TY_;
                     if (r < r1) {
                         int64_t ox, oy;
                         nbwdg__offsets3(p.o, n * p.S + r, ox, oy, odx[u]);
@@ -1864,7 +1864,7 @@ __global__ void __launch_bounds__(NBWDG__BN_THREADS, 2) nbwdg__gn_apply_nxc(cons
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
-                    if (row + (int64_t)u * ATY < r1) {
+                    if (row + (int64_t)u * TY_ < r1) {
                         nbwdg__vec<DT> o;
 #pragma unroll
                         for (int v = 0; v < V; ++v) {

@@ -1129,37 +1129,28 @@ static void bn_fused_relu(void) {
    then the parameter gradients alone, padded and negative outer strides,
    frozen statistics, accumulate, rank 5 and f16. */
 static void bn_relu_dy_spatial(void) {
-    int fl, k, sp, t, v;
+    int fl, k, t, v, i;
     static const int64_t sp2[2] = {5, 9}, sp1[1] = {37}, sp3[3] = {3, 4, 5};
     static const unsigned flags[2] = {NBWD_FUSE_RELU, NBWD_FUSE_ADD_RELU};
+    /* rank 4 with each stride kind, then rank 3, whose innermost stride is
+       its only spatial one */
+    static const struct { int64_t C; int nsp, kind, form; const int64_t *sp; } shapes[3] = {
+        {5, 2, BDS_INNER2, 1, sp2}, {5, 2, BDS_PITCH, 2, sp2}, {4, 1, BDS_INNER2, 0, sp1}};
     for (fl = 0; fl < 2; ++fl)
         for (k = 0; k < 2; ++k)
-            for (t = 1; t <= 2; ++t) {
-                for (sp = BDS_INNER2; sp <= BDS_PITCH; ++sp) {
+            for (t = 1; t <= 2; ++t)
+                for (i = 0; i < 3; ++i) {
                     bn_cfg c;
                     bn_defaults(&c);
-                    bn_shape(&c, NBWD_NCX, 3, 5, 2, sp2);
+                    bn_shape(&c, NBWD_NCX, 3, shapes[i].C, shapes[i].nsp, shapes[i].sp);
                     c.relu = flags[fl];
                     c.dt = k ? NBWD_BF16 : NBWD_F32;
-                    c.dy_spatial = sp;
+                    c.dy_spatial = shapes[i].kind;
                     c.threads = t;
-                    c.form = (nbwd_stats_form)((fl + k + t + sp) % 3);
+                    c.form = (nbwd_stats_form)((fl + k + t + shapes[i].form) % 3);
                     c.seed = ++g_bseed;
                     bn_run(&c);
                 }
-                { /* rank 3: the innermost stride is the only spatial one */
-                    bn_cfg c;
-                    bn_defaults(&c);
-                    bn_shape(&c, NBWD_NCX, 3, 4, 1, sp1);
-                    c.relu = flags[fl];
-                    c.dt = k ? NBWD_BF16 : NBWD_F32;
-                    c.dy_spatial = BDS_INNER2;
-                    c.threads = t;
-                    c.form = (nbwd_stats_form)((fl + k + t) % 3);
-                    c.seed = ++g_bseed;
-                    bn_run(&c);
-                }
-            }
     for (v = 0; v < 6; ++v) {
         bn_cfg c;
         bn_defaults(&c);
