@@ -39,12 +39,19 @@ HARD=tests/hardening/test_hardening.c
 GN_CHUNK_DEFS="-DNBWD__GN_CHUNKED_BYTES=4096 -DNBWD__GN_RESIDENT_BYTES=8192"
 TEST_DEFS="-DNORM_BWD_STREAM_BYTES=16384 $GN_CHUNK_DEFS"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-# clang's builds leave out UBSan's pointer-overflow check: it is about a
-# third of their compile time, on this step's two longest chains
-# (bench/NOTES.md). gcc's builds keep it over every native path's kernels,
-# and the fuzz targets keep it.
+# clang's emulated build (this step's longest) and the suite's own files
+# leave out UBSan's pointer-overflow check: it is about a third of their
+# compile time (bench/NOTES.md). gcc's builds keep it over every native
+# path's kernels, and so does clang's library of the suite and the fuzz
+# targets (clang_impl).
 san_of() { # COMPILER: the sanitizer flags of its builds
     if [ "$1" = clang ]; then echo "$SAN -fno-sanitize=pointer-overflow"; else echo "$SAN"; fi
+}
+# Debug information: line tables alone (clang -gline-tables-only, gcc -g1)
+# give the reports the same file:line frames as -g, at two thirds of the
+# compile time of the header's instrumented builds (bench/NOTES.md).
+dbg_of() { # COMPILER
+    if [ "$1" = clang ]; then echo -gline-tables-only; else echo -g1; fi
 }
 # A failed huge allocation is a status the tests expect, not a report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0}
@@ -156,15 +163,36 @@ sanitize() {
     san_chain_main
     joined san_emulated
 }
+# clang's suite library is also the fuzz targets' library (the whole header
+# under ASan is minutes of compiling, once instead of twice): built with
+# libFuzzer's coverage instrumentation, which costs the suite's runs little
+# (without libFuzzer linked in, the sanitizer runtime's stand-ins take its
+# callbacks), and with UBSan's pointer-overflow check, which the fuzz
+# targets' odd strides are there to reach. `make fuzz` links it when it is
+# current (these flags, newer than the headers), else builds it.
+CLANG_IMPL_FLAGS="-std=c99 -O1 $(dbg_of clang) $W $SAN -fsanitize=fuzzer-no-link $TEST_DEFS -fopenmp -Itests -I."
+clang_impl() { # $OUT/san-clang/impl.o, built unless current (sets no D: its callers' own)
+    ci_o=$OUT/san-clang/impl.o; mkdir -p "$OUT/san-clang"
+    if [ -f "$ci_o" ] && [ "$(cat "$ci_o.flags" 2>/dev/null)" = "$CLANG_IMPL_FLAGS" ] &&
+       [ -z "$(find norm_bwd.h norm_bwd_simd.h tests/impl.c -newer "$ci_o")" ]; then
+        return 0
+    fi
+    rm -f "$ci_o" "$ci_o.flags"
+    build clang-asan-impl "$ci_o" clang $CLANG_IMPL_FLAGS -c tests/impl.c && echo "$CLANG_IMPL_FLAGS" > "$ci_o.flags"
+}
 san_suite() { # CC: the instrumented library (tests/impl.c: the suite's allocator hooks) and the suite on it
     D=$OUT/san-$1
-    build $1-asan-impl "$D/impl.o" $1 -std=c99 -O1 -g $W $(san_of $1) $TEST_DEFS -fopenmp -Itests -I. -c tests/impl.c &&
-        build $1-asan-tests "$D/nbwd_tests" $1 -std=c99 -O1 -g $W $(san_of $1) $TEST_DEFS -fopenmp -Itests -I. \
+    if [ $1 = clang ]; then
+        rm -f "$D/impl.o"; clang_impl
+    else
+        build $1-asan-impl "$D/impl.o" $1 -std=c99 -O1 $(dbg_of $1) $W $(san_of $1) $TEST_DEFS -fopenmp -Itests -I. -c tests/impl.c
+    fi &&
+        build $1-asan-tests "$D/nbwd_tests" $1 -std=c99 -O1 $(dbg_of $1) $W $(san_of $1) $TEST_DEFS -fopenmp -Itests -I. \
             $TEST_SRC_REST "$D/impl.o" -lm
 }
 san_hardening() { # CC: the hardening test on the suite's library (-DTH_SEPARATE_IMPL)
     D=$OUT/san-$1
-    build $1-asan-hardening "$D/test_hardening" $1 -std=c99 -O1 -g $W $(san_of $1) -fopenmp -DTH_SEPARATE_IMPL -I. $HARD \
+    build $1-asan-hardening "$D/test_hardening" $1 -std=c99 -O1 $(dbg_of $1) $W $(san_of $1) -fopenmp -DTH_SEPARATE_IMPL -I. $HARD \
         "$D/impl.o" -lm -lpthread &&
         run "asan+ubsan $1 hardening" "$D/test_hardening" --quick
 }
@@ -177,7 +205,9 @@ san_chain_main() {
         san_hardening clang
     fi
     D=$OUT/san-tsan
-    if build tsan-hardening "$D/test_hardening" clang -std=c99 -O1 -g $W -fsanitize=thread -I. $HARD -lm -lpthread
+    # -O0: its runs take a second at any level, and -O1 made the build ten
+    # times longer (20 s against 2 here); -O0 keeps every access instrumented
+    if build tsan-hardening "$D/test_hardening" clang -std=c99 -O0 -g $W -fsanitize=thread -I. $HARD -lm -lpthread
     then
         run "tsan clang hardening threads" "$D/test_hardening" --suite threads
         # the first-call race once more, with the choice capped through the environment
@@ -191,7 +221,7 @@ san_chain_emulated() {
     # the layers this CPU lacks, through SIMDe (avx2 is native above); the
     # emulated avx512 in full: its 16-lane sweep runs on the large cases
     # alone, and CPUs without AVX-512 have no native run of it
-    if build clang-asan-tests-emu "$D/nbwd_tests_emu" clang -std=c99 -O1 -g $W -Wno-psabi $(san_of clang) $TEST_DEFS \
+    if build clang-asan-tests-emu "$D/nbwd_tests_emu" clang -std=c99 -O1 $(dbg_of clang) $W -Wno-psabi $(san_of clang) $TEST_DEFS \
         -DNORM_BWD_SIMD_EMULATE -fopenmp -Itests -I. $TEST_SRC -lm
     then
         for isa in avx512 avx512_bf16 neon; do
@@ -225,17 +255,19 @@ fuzz() {
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
-    # (GN_CHUNK_DEFS: GroupNorm NXC's chunked order within a fuzz input's sizes)
-    fzflags="-std=c99 -O1 -g $W -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $GN_CHUNK_DEFS -I."
-    # The library is built once (minutes: the whole header under ASan, with
-    # libFuzzer's coverage instrumentation) and linked into each target,
-    # whose own file builds in seconds (-DFZ_SEPARATE_IMPL); the targets
-    # fuzz two at a time (a fuzz run uses one core).
-    build fuzz_impl "$D/fuzz_impl.o" clang $fzflags -fsanitize=fuzzer-no-link -c tests/fuzz/fuzz_impl.c || return
+    # (TEST_DEFS, as the library's: GroupNorm NXC's chunked order within a
+    # fuzz input's sizes)
+    fzflags="-std=c99 -O1 $(dbg_of clang) $W $SAN $TEST_DEFS -fopenmp -I."
+    # The library is clang's suite library (clang_impl: built by
+    # `make test-sanitize` before, or here), linked into each target, whose
+    # own file builds in seconds (-DFZ_SEPARATE_IMPL); the targets fuzz two
+    # at a time, each on one core (OMP_NUM_THREADS=1 below).
+    clang_impl || return
+    export OMP_NUM_THREADS=1
     for t in layer_norm batch_norm misc group_norm; do
         rm -f "$D/fuzz_$t"
         build "fuzz_$t" "$D/fuzz_$t" clang $fzflags -fsanitize=fuzzer -DFZ_SEPARATE_IMPL -Itests/fuzz \
-            tests/fuzz/fuzz_$t.c "$D/fuzz_impl.o" -lm
+            tests/fuzz/fuzz_$t.c "$OUT/san-clang/impl.o" -lm
     done
     fuzz_one() { # target
         [ -x "$D/fuzz_$1" ] || return 0 # (its failed build is counted and printed)

@@ -11,7 +11,7 @@
    Built with -DFZ_STANDALONE (no libFuzzer): a main that runs each file
    named on the command line once and prints how many bytes each decodes
    (for padding seeds before appending a byte for a new choice). */
-#if !defined(FZ_SEPARATE_IMPL) /* else linked in from fuzz_impl.c */
+#if !defined(FZ_SEPARATE_IMPL) /* else linked in from tests/impl.c */
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #include "norm_bwd.h"

@@ -18,6 +18,15 @@
 
 #include "norm_bwd.h"
 
+#if defined(FZ_SEPARATE_IMPL) /* the implementation is the test suite's library
+                                 (tests/impl.c, tools/sanitize.sh fuzz): its
+                                 allocator hooks, passed through */
+void *t_hook_malloc(size_t size);
+void t_hook_free(void *ptr);
+void *t_hook_malloc(size_t size) { return malloc(size); }
+void t_hook_free(void *ptr) { free(ptr); }
+#endif
+
 #define FZ_CAP_ELEMS 4096 /* largest tensor (elements, extent included) given real memory */
 #define FZ_CANARY 0xA5u
 /* The documented size limit: the product of the non-zero dims is at most

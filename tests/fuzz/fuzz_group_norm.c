@@ -19,7 +19,7 @@
 
    Built with -DFZ_STANDALONE (no libFuzzer): a main that runs each file
    named on the command line once and prints what it decoded. */
-#if !defined(FZ_SEPARATE_IMPL) /* else linked in from fuzz_impl.c */
+#if !defined(FZ_SEPARATE_IMPL) /* else linked in from tests/impl.c */
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #include "norm_bwd.h"

@@ -6,7 +6,7 @@
    descriptor errors; a rejected call writes no byte; an accepted call writes
    only output elements, has no illegal overlap, and matches a float64
    reference; a call that is valid by the manual's rules is accepted. */
-#if !defined(FZ_SEPARATE_IMPL) /* else linked in from fuzz_impl.c */
+#if !defined(FZ_SEPARATE_IMPL) /* else linked in from tests/impl.c */
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #include "norm_bwd.h"

@@ -3,7 +3,7 @@
    definitions), nbwd_isa_name, nbwd_status_string, nbwd_isa_supported,
    nbwd_active_isa, nbwd_force_isa with any int, and the descriptor
    initializers with odd ranks and NULL pointers. */
-#if !defined(FZ_SEPARATE_IMPL) /* else linked in from fuzz_impl.c */
+#if !defined(FZ_SEPARATE_IMPL) /* else linked in from tests/impl.c */
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #include "norm_bwd.h"
