@@ -18,13 +18,8 @@
 
 #include "norm_bwd.h"
 
-#if defined(FZ_SEPARATE_IMPL) /* the implementation is the test suite's library
-                                 (tests/impl.c, tools/sanitize.sh fuzz): its
-                                 allocator hooks, passed through */
-void *t_hook_malloc(size_t size);
-void t_hook_free(void *ptr);
-void *t_hook_malloc(size_t size) { return malloc(size); }
-void t_hook_free(void *ptr) { free(ptr); }
+#if defined(FZ_SEPARATE_IMPL) /* the implementation linked in from tests/impl.c */
+#include "../impl_hooks.h"
 #endif
 
 #define FZ_CAP_ELEMS 4096 /* largest tensor (elements, extent included) given real memory */

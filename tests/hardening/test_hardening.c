@@ -36,14 +36,8 @@
 #define NORM_BWD_IMPLEMENTATION
 #endif
 #include "norm_bwd.h"
-#if defined(TH_SEPARATE_IMPL) /* the implementation linked in from tests/impl.c (the
-                                 sanitizer builds share it with the suite): its
-                                 allocator hooks, passed through */
-#include <stdlib.h>
-void *t_hook_malloc(size_t size);
-void t_hook_free(void *ptr);
-void *t_hook_malloc(size_t size) { return malloc(size); }
-void t_hook_free(void *ptr) { free(ptr); }
+#if defined(TH_SEPARATE_IMPL) /* the implementation linked in from tests/impl.c */
+#include "../impl_hooks.h"
 #endif
 
 #include <math.h>
