@@ -253,6 +253,7 @@ valgrind_mode() {
 fuzz() {
     need clang 'command -v clang'
     need libclang-rt-14-dev 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
+    need libomp-dev 'ls /usr/lib/llvm-*/lib/libomp.so' # (the suite's library is built with OpenMP)
     D=$OUT/../fuzz; mkdir -p "$D"
     fsecs=${FUZZ_SECONDS:-60}
     # (TEST_DEFS, as the library's: GroupNorm NXC's chunked order within a
