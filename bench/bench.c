@@ -1171,7 +1171,8 @@ static void usage(void) {
            "  --plot FILE.png GB/s per shape vs the ceiling (needs gnuplot)\n"
            "  --no-onednn     skip the oneDNN comparison\n"
            "  --no-ceiling    skip the ceiling measurement (for profiling; %%ceil shows 0)\n"
-           "  --quick         5 runs per variant, smaller DRAM ceiling arrays (a smoke run)\n",
+           "  --quick         5 runs per variant, smaller DRAM ceiling arrays (a smoke run)\n"
+           "  --default-shapes  print the default --shapes list and exit\n",
            max_threads());
 }
 
@@ -1274,6 +1275,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return 0; }
+        else if (!strcmp(a, "--default-shapes")) { printf("%s\n", default_shapes); return 0; }
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (!strcmp(a, "--no-onednn")) no_dnnl = 1;
         else if (!strcmp(a, "--no-ceiling")) no_ceil = 1;

@@ -21,14 +21,11 @@ if [ "${1:-}" = cpu ]; then
     done
     export LD_LIBRARY_PATH="/tmp/nbwd_lib:${LD_LIBRARY_PATH:-}"
     lscpu | grep -E 'Model name|^CPU\(s\)'
-    # the default set (bench.c's default_shapes) in three parts, so that a
-    # part cut off by its time loses that part alone
-    i=0
-    for shapes in \
-        ln:32768x768,ln:8192x1024,ln:4096x4096,ln:2048x8192,ln:131072x64,ln:500000x24,ln:64x768,rms:32768x4096,rms:8192x1024,rms:64x4096,rms-res:32768x4096,ln-res:8192x1024,rms-none:2048x4096,rms-none:64x4096,ln-none:8192x768 \
-        bn-ncx:32x64x56x56,bn-nxc:32x64x56x56,bn-ncx:32x256x28x28,bn-nxc:32x256x28x28,bn-ncx:64x512x7x7,bn-nxc:64x512x7x7,bn-nc:256x1024,bn-ncx-frozen:32x64x56x56,bn-nxc-frozen:32x64x56x56,bn-nc-frozen:256x1024,bn-ncx-relu:32x64x56x56,bn-nxc-relu:32x64x56x56,bn-nc-relu:256x1024,bn-ncx-addrelu:32x64x56x56,bn-nxc-addrelu:32x64x56x56 \
-        gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32,gn-nxc:16x128x128x128/32,gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64; do
-        i=$((i + 1))
+    # the default set (nbwd_bench --default-shapes) in three parts, so that
+    # a part cut off by its time loses that part alone
+    all=$(build/bench/nbwd_bench --default-shapes)
+    for i in 1 2 3; do # LayerNorm and RMSNorm, BatchNorm, the others
+        shapes=$(echo "$all" | tr ',' '\n' | awk -v p=$i '{ q = /^(ln|rms)/ ? 1 : /^bn/ ? 2 : 3 } q == p' | paste -sd, -)
         timeout $(( ${CPU_SECONDS:-360} / 3 )) build/bench/nbwd_bench --threads 1,2 --shapes "$shapes" \
             --csv "$out/cpu_1_2_$i.csv" >"$out/cpu_1_2_$i.log" 2>&1
         echo "== default set part $i, 1 and 2 threads: exit $?"; grep -E '^[A-Za-z]+(\+res)? +(row|N[A-Z]*) ' "$out/cpu_1_2_$i.log"
