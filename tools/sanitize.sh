@@ -168,8 +168,8 @@ sanitize() {
 # libFuzzer's coverage instrumentation, which costs the suite's runs little
 # (without libFuzzer linked in, the sanitizer runtime's stand-ins take its
 # callbacks), and with UBSan's pointer-overflow check, which the fuzz
-# targets' odd strides are there to reach. `make fuzz` links it when it is
-# current (these flags, newer than the headers), else builds it.
+# targets' odd strides are there to reach. Either step builds it unless it
+# is current (these flags, newer than the headers), and the other links it.
 CLANG_IMPL_FLAGS="-std=c99 -O1 $(dbg_of clang) $W $SAN -fsanitize=fuzzer-no-link $TEST_DEFS -fopenmp -Itests -I."
 clang_impl() { # $OUT/san-clang/impl.o, built unless current (sets no D: its callers' own)
     ci_o=$OUT/san-clang/impl.o; mkdir -p "$OUT/san-clang"
@@ -183,7 +183,7 @@ clang_impl() { # $OUT/san-clang/impl.o, built unless current (sets no D: its cal
 san_suite() { # CC: the instrumented library (tests/impl.c: the suite's allocator hooks) and the suite on it
     D=$OUT/san-$1
     if [ $1 = clang ]; then
-        rm -f "$D/impl.o"; clang_impl
+        clang_impl
     else
         build $1-asan-impl "$D/impl.o" $1 -std=c99 -O1 $(dbg_of $1) $W $(san_of $1) $TEST_DEFS -fopenmp -Itests -I. -c tests/impl.c
     fi &&
