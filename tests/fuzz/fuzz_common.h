@@ -4,7 +4,8 @@
    formulas in the header manual (not from the library's code).
 
    Each target is one translation unit that defines NORM_BWD_IMPLEMENTATION
-   and includes this file. A failed expectation prints a line and abort()s,
+   and includes this file (with -DFZ_SEPARATE_IMPL: linked to tests/impl.c's
+   library instead, tools/sanitize.sh fuzz). A failed expectation prints a line and abort()s,
    which libFuzzer reports as a crash with the input saved. */
 #ifndef NBWD_FUZZ_COMMON_H
 #define NBWD_FUZZ_COMMON_H
