@@ -391,6 +391,13 @@ double t_tol_param(double abs_sum, int64_t rows, double prev) {
     return T_U * (T_PG_C(rows) * abs_sum + 2.0 * fabs(prev));
 }
 
+/* The 16-bit part of the bound: the f32 result v is within tol32 of ref, and
+   rounding it to nearest moves it by at most half the spacing at |v| <=
+   |ref| + tol32 (a truncating or otherwise wrong rounding exceeds it). */
+static double t_round16_tol(nbwd_dtype dt, double ref, double tol32) {
+    return dt == NBWD_F32 ? 0.0 : 0.5 * t_ulp(dt, fabs(ref) + tol32);
+}
+
 int t_within(nbwd_dtype dt, double got, double ref, double tol32) {
     double tol = tol32;
     if (isnan(ref)) return isnan(got);
@@ -398,7 +405,7 @@ int t_within(nbwd_dtype dt, double got, double ref, double tol32) {
     if (dt != NBWD_F32) {
         double maxf = t_max_finite(dt), thr = maxf + 0.5 * t_ulp(dt, maxf); /* overflow threshold */
         if (isinf(got)) return (got > 0) == (ref > 0) && fabs(ref) + tol32 >= thr;
-        tol += t_ulp(dt, ref);
+        tol += t_round16_tol(dt, ref, tol32);
     } else if (isinf(got)) {
         return isinf(ref) && (got > 0) == (ref > 0);
     }
@@ -414,7 +421,7 @@ static int t_compare_impl(const char *what, nbwd_dtype dt, const t_buf *buf, con
     for (e = 0; e < count; ++e) {
         double got = buf ? ref_load(buf->base, dt, it.off) : ref_load(dense, dt, e);
         double tol = tol32 ? tol32[e] : 0.0, err = fabs(got - ref[e]);
-        double full = tol + (dt != NBWD_F32 ? t_ulp(dt, ref[e]) : 0.0), ratio;
+        double full = tol + t_round16_tol(dt, ref[e], tol), ratio;
         if (buf) t_iter_next(buf, &it);
         ratio = full > 0 ? err / full : (err > 0 ? INFINITY : 0.0);
         if (isnan(got) != isnan(ref[e])) ratio = INFINITY;

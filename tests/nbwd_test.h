@@ -169,11 +169,12 @@ void t_padded_strides(int rank, const int64_t *dims, int dense_from, int64_t pad
      The final f32 addition to a previous value in accumulate mode adds u.
    16-bit outputs (f16/bf16 diff_src, diff_gamma, diff_beta): the f32 result
    above, then rounded once to nearest even, so
-       |got - ref| <= ulp16(ref) + (the f32 bound)
-     i.e. at most 1 ulp of that format away from the exact value when the f32
-     error is small; the f32 error may push the value across a rounding
-     boundary, hence the sum. A result beyond the format's overflow threshold
-     must be the infinity of the same sign.
+       |got - ref| <= (the f32 bound) + ulp16(|ref| + the f32 bound) / 2
+     i.e. at most half an ulp of that format away from the exact value when
+     the f32 error is small (a truncating narrowing is caught); the f32 error
+     may push the value across a rounding boundary, hence the sum. A result
+     beyond the format's overflow threshold must be the infinity of the same
+     sign.
    Invariants (gamma = 1, f32, consistent statistics, rstd = 1/sqrt(var)):
      |sum_i dx_i| and |sum_i dx_i xhat_i| <= u * T_INV_C * sqrt(n) * ||S1||_2.
    T_INV_C = 64: the per-element errors (bounded by the dx tolerance, whose

@@ -469,7 +469,10 @@ static int ln_run(const ln_cfg *c) {
 
 #define k_combos t_combos
 #define N_COMBOS T_NCOMBOS
-static const unsigned k_outputs[] = {O_DX, O_DG, O_DB, O_ALL, O_DG | O_DB};
+/* every set of outputs (Ascend's output_mask: each of its 8 masks, the empty
+   one with affine off) */
+static const unsigned k_outputs[] = {O_DX, O_DG, O_DB, O_ALL, O_DG | O_DB, O_DX | O_DB, O_DX | O_DG};
+#define K_NOUT ((int)(sizeof k_outputs / sizeof k_outputs[0]))
 
 static void set_dims(ln_cfg *c, int rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     int64_t d[4];
@@ -488,7 +491,7 @@ static void ln_full_cross(void) {
         for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; ++k)
                 for (a = 1; a >= 0; --a)
-                    for (o = 0; o < (a ? 5 : 1); ++o) {
+                    for (o = 0; o < (a ? K_NOUT : 1); ++o) {
                         ln_cfg c;
                         ln_defaults(&c);
                         if (shape == 0) set_dims(&c, 2, 5, 33, 0, 0);
@@ -623,7 +626,7 @@ static void ln_inplace(void) {
 /* 6. Accumulate mode with every output set and dtype combo. */
 static void ln_accumulate(void) {
     int o, k;
-    for (o = 0; o < 5; ++o)
+    for (o = 0; o < K_NOUT; ++o)
         for (k = 0; k < N_COMBOS; ++k) {
             ln_cfg c;
             if (g_quick && k % 2) continue;
@@ -1077,7 +1080,7 @@ static void rms_cases(void) {
         for (f = 0; f < 4; ++f)
             for (k = 0; k < N_COMBOS; ++k)
                 for (a = 1; a >= 0; --a)
-                    for (o = 0; o < (a ? 5 : 1); ++o) {
+                    for (o = 0; o < (a ? K_NOUT : 1); ++o) {
                         ln_cfg c;
                         if (g_quick && (k + o) % 3) continue;
                         ln_defaults(&c);
@@ -1259,7 +1262,7 @@ static void ln_residual_dst(void) {
                 c.residual = m % 3 == 0 ? RES_NONE : m % 3 == 1 ? RES_OWN : k % 2 ? RES_INPLACE : RES_FLAG;
                 c.affine = m != 2 || k % 2;
                 c.no_beta = m == 1;
-                c.outputs = c.affine ? k_outputs[(k + m) % 5] : O_DX;
+                c.outputs = c.affine ? k_outputs[(k + m) % K_NOUT] : O_DX;
                 if (c.residual && !(c.outputs & O_DX)) c.outputs |= O_DX;
                 c.gamma_offset = c.affine && (k + m) % 4 == 1 ? 1.0f : 0.0f;
                 c.seed = ++g_seed;

@@ -1775,6 +1775,9 @@ static void desc_defaults(void) {
               !b.src_strides && !b.diff_dst_strides && !b.diff_src_strides && !b.mean_strides && !b.var_strides &&
               !b.gamma_strides && !b.diff_gamma_strides && !b.diff_beta_strides,
           "BN desc_init: defaults");
+    /* oneDNN's default data_format is NXC: the layout a zeroed field holds */
+    nbwd_batch_norm_bwd_desc_init(&b, 4, dims, (nbwd_layout)0, 0.25f);
+    CHECK(b.layout == NBWD_NXC, "BN desc_init: layout 0 must be NBWD_NXC");
     /* a rank beyond NBWD_MAX_RANK must not write past dims[] (the call then reports BAD_PARAM) */
     {
         struct { nbwd_layer_norm_bwd_desc d; unsigned char guard[64]; } g;
