@@ -4,7 +4,7 @@
 #                      builds (make compile-check: all of the matrix),
 #                      check-isa, compile-gate, the examples and the
 #                      packaging; no compile time is checked
-#   make examples      build examples/*.c (-O2, with and without -fopenmp,
+#   make examples      build examples/*.c (cc -O2; clang -O0 -fopenmp;
 #                      C++11 syntax), run each on the automatic and the scalar
 #                      path against examples/NAME.expected; check that the
 #                      README's example block is examples/quickstart.c
@@ -182,7 +182,7 @@ check-isa: deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_isa.sh
 
 # The headers and the pkg-config files; norm_bwd_gpu.h only with GPU_HEADER=1
-# (opt-in: the CUDA path needs nvcc, and only LayerNorm/RMSNorm are tuned).
+# (opt-in: the CUDA path needs nvcc).
 install:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 norm_bwd.h norm_bwd_simd.h $(DESTDIR)$(PREFIX)/include/

@@ -186,8 +186,9 @@
        void        nbwd_batch_norm_bwd_desc_init(desc, rank, dims, layout, eps)
        nbwd_status nbwd_batch_norm_bwd_workspace_size(desc, &bytes)
        nbwd_status nbwd_batch_norm_bwd(desc, args, workspace, workspace_bytes)
-     layout NBWD_NXC (default: dims = [N, spatial..., C]) or NBWD_NCX
-     (dims = [N, C, spatial...]); rank >= 2, any number of spatial dims.
+     layout NBWD_NXC (dims = [N, spatial..., C]; oneDNN's default
+     data_format, enum value 0) or NBWD_NCX (dims = [N, C, spatial...]);
+     rank 2..NBWD_MAX_RANK: up to six spatial dims.
      epsilon has no default: it must be > 0 and finite (MEAN_VARIANCE form).
      mean, variance|rstd, gamma, diff_gamma, diff_beta: [C], dense unless
      mean_strides, var_strides, gamma_strides, diff_gamma_strides or
@@ -272,9 +273,9 @@
        nbwd_status nbwd_group_norm_bwd_workspace_size(desc, &bytes)
        nbwd_status nbwd_group_norm_bwd(desc, args, workspace, workspace_bytes)
      layout NBWD_NCX (dims = [N, C, spatial...]) or NBWD_NXC ([N,
-     spatial..., C]); rank >= 2. The channels fall into groups of C / groups
-     consecutive channels (groups >= 1 must divide C, and N x groups stay
-     within the element limit even where C = 0: NBWD_ERR_BAD_PARAM
+     spatial..., C]); rank 2..NBWD_MAX_RANK. The channels fall into groups of
+     C / groups consecutive channels (groups >= 1 must divide C, and N x
+     groups stay within the element limit even where C = 0: NBWD_ERR_BAD_PARAM
      otherwise); a set is one sample's group, K = C / groups * spatial
      elements, normalized together: xhat = (x - mean) * rstd, g = dy *
      gamma[c], diff_src = rstd * (g - mean(g) - xhat * mean(g * xhat)) over
@@ -283,8 +284,8 @@
      channel's plane of one sample); LayerNorm over [C, spatial...] with a
      per-channel gamma is groups = 1. Statistics [N, groups] (mean_strides,
      var_strides: two entries, sample and group; NULL dense) in any of
-     LayerNorm's four forms: MEAN_VARIANCE (epsilon > 0 and finite, default
-     1e-5 from desc_init's eps), MEAN_RSTD, XHAT_STD (args.xhat, args.std)
+     LayerNorm's four forms: MEAN_VARIANCE (epsilon, desc_init's eps, > 0
+     and finite: no default), MEAN_RSTD, XHAT_STD (args.xhat, args.std)
      and DST_RSTD (args.dst, the forward output, with args.rstd: xhat =
      (dst - beta[c]) * (1 / gamma[c]) in fp32, beta optional; where gamma[c]
      is 0 or subnormal xhat is taken as 0 there, as LayerNorm's), or none:
@@ -302,21 +303,24 @@
      for any thread count. A NaN or infinity changes only its own set's
      diff_src and its channel's diff_gamma/diff_beta.
 
-   Conversions (round to nearest even; NaN stays NaN, narrowing gives a quiet
-   NaN; infinities and f16 subnormals exact):
+   Conversions (round to nearest even; NaN stays NaN; narrowing, and
+   widening f16, give a quiet NaN, as F16C and Arm's FCVT do; bf16 widening
+   keeps every bit; infinities and f16 subnormals exact):
        float    nbwd_bf16_to_f32(uint16_t)   uint16_t nbwd_f32_to_bf16(float)
        float    nbwd_f16_to_f32(uint16_t)    uint16_t nbwd_f32_to_f16(float)
        void     nbwd_bf16_to_f32_n(const uint16_t *, float *, int64_t n) and
                 nbwd_f32_to_bf16_n, nbwd_f16_to_f32_n, nbwd_f32_to_f16_n
      (32-bit x86 returns a float in an x87 register, which quiets a
-     signalling NaN: there nbwd_bf16_to_f32 and nbwd_f16_to_f32 return it with
-     the quiet bit set; the _n helpers keep every bit.)
-   Dispatch:
+     signalling NaN: there nbwd_bf16_to_f32 returns it with the quiet bit
+     set; nbwd_bf16_to_f32_n keeps every bit.)
+   Dispatch (NBWD_ISA_AUTO, _SCALAR, _SSE, _AVX2, _AVX512, _AVX512_BF16,
+   _NEON, _NEON_BF16; NBWD_ISA_COUNT counts them; SIMD AND DISPATCH):
        const char *nbwd_isa_name(nbwd_isa)   nbwd_isa nbwd_active_isa(void)
        nbwd_status nbwd_force_isa(nbwd_isa)  int nbwd_isa_supported(nbwd_isa)
    Errors:
        const char *nbwd_status_string(nbwd_status)
        const char *nbwd_last_error(void)     this thread's last rejection, in words
+   Version: the macros NBWD_VERSION_MAJOR and NBWD_VERSION_MINOR.
 
    ============================================================================
    DATA TYPES
@@ -327,7 +331,9 @@
      f32                                    f32                          f32
      bf16                                   f32 or bf16                  f32 or bf16
      f16                                    f32 or f16                   f32 or f16
-   "params" are gamma, beta, diff_gamma and diff_beta. Stats and params are
+   "params" are gamma, beta, diff_gamma and diff_beta. The descriptor's
+   data_dtype, stats_dtype and param_dtype (NBWD_F32, NBWD_BF16, NBWD_F16;
+   each f32 by default) name the three columns. Stats and params are
    chosen independently. f16 stats and params follow the Ascend document
    (same width as the data). Any other combination: NBWD_ERR_BAD_DTYPE.
    All arithmetic is fp32 (per-row and per-channel scalars in fp64); 16-bit
@@ -336,7 +342,10 @@
    ============================================================================
    STRIDES, ALIASING, ZERO SIZES
    ============================================================================
-   Strides are in elements; a NULL stride array means dense row-major. Each
+   Strides are in elements; a NULL stride array means dense row-major. The
+   data tensors' arrays (rank entries) are desc.src_strides (src, or the
+   form's xhat or dst), diff_dst_strides, diff_src_strides and, where they
+   exist, diff_residual_strides, dst_strides and diff_src_add_strides. Each
    data tensor may have any strides (also negative or zero for inputs) on its
    outer dims; the normalized block (LayerNorm: dims [axis, rank); BatchNorm
    NCX: the spatial dims; NXC: C) must be dense, else NBWD_ERR_BAD_STRIDES.
@@ -441,18 +450,24 @@
    ERRORS AND GUARANTEES
    ============================================================================
    Every entry point validates all its arguments before writing anything: on
-   any error no output byte is written. nbwd_status_string gives the status's
-   meaning; nbwd_last_error() says what exactly was wrong in the calling
-   thread's most recent call that failed: the entry point, the status, the
-   field or argument, its value and what was expected, e.g.
+   any error no output byte is written. Statuses (nbwd_status; NBWD_OK = 0):
+   NBWD_ERR_NULL_POINTER (a required pointer is NULL), _BAD_PARAM, _BAD_SHAPE,
+   _BAD_DTYPE, _BAD_STRIDES, _BAD_ALIAS, _INSUFFICIENT_WORKSPACE (smaller than
+   the size query's), _OUT_OF_MEMORY (the call's own workspace), _UNSUPPORTED
+   (a path or GPU that is not there), _DEVICE (a CUDA call failed:
+   norm_bwd_gpu.h) and _NOT_INITIALIZED; NBWD_STATUS_COUNT counts them.
+   nbwd_status_string gives the status's meaning; nbwd_last_error() says what
+   exactly was wrong in the calling thread's most recent call that failed: the
+   entry point, the status, the field or argument, its value and what was
+   expected, e.g.
      nbwd_layer_norm_bwd: NBWD_ERR_BAD_PARAM: args.rstd is set but
      desc.stats_form is NBWD_STATS_MEAN_VARIANCE, which does not read it: set
      stats_form = NBWD_STATS_MEAN_RSTD or pass the form's own inputs
    A call that succeeds clears it (""). NORM_BWD_VERBOSE=1 in the
    environment prints every rejection to stderr as "norm_bwd: <message>";
-   =2 also prints one line per LayerNorm/RMSNorm/BatchNorm call: operation, shape,
-   dtypes, statistics form, outputs, path, thread limit, time (the variable
-   is read once, with the CPU detection).
+   =2 also prints one line per LayerNorm/RMSNorm/BatchNorm/GroupNorm call:
+   operation, shape, dtypes, statistics form, outputs, path, thread limit,
+   time (the variable is read once, with the CPU detection).
    Arguments a call does not read, one rule: a pointer to something the
    descriptor says is not there is refused (NBWD_ERR_BAD_PARAM), as a sign
    that the descriptor and the arguments disagree: another statistics
@@ -516,8 +531,10 @@
    (either case) replaces the automatic choice. A name that is no path, or a
    path that is not compiled in or cannot run on this CPU, makes
    NBWD_ISA_AUTO calls return NBWD_ERR_UNSUPPORTED (never a silent
-   substitute), and nbwd_last_error() names the variable and the paths that
-   can run. NORM_BWD_VERBOSE=1|2: see ERRORS AND GUARANTEES.
+   substitute), nbwd_last_error() names the variable and the paths that can
+   run, and nbwd_active_isa() returns NBWD_ISA_AUTO; the _n conversions, which
+   return no status, then run the scalar loop (the same bits).
+   NORM_BWD_VERBOSE=1|2: see ERRORS AND GUARANTEES.
    Building: without norm_bwd_simd.h next to this file (or on the include
    path) the implementation stops with an #error that names it and
    NORM_BWD_NO_SIMD (compilers with __has_include).
@@ -633,7 +650,8 @@ typedef enum nbwd_stats_form {
     NBWD_STATS_MEAN_VARIANCE = 0, /* mean, variance; rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_MEAN_RSTD = 1,     /* mean, rstd = 1/sqrt(variance + epsilon) */
     NBWD_STATS_XHAT_STD = 2,      /* xhat = (x - mean) * rstd, std = sqrt(variance + epsilon) */
-    NBWD_STATS_DST_RSTD = 3,      /* LayerNorm, RMSNorm: the forward output dst = xhat * gamma + beta, and rstd */
+    NBWD_STATS_DST_RSTD = 3,      /* LayerNorm, RMSNorm, GroupNorm: the forward output dst = xhat * gamma + beta,
+                                     and rstd */
     NBWD_STATS_NONE = 4,          /* LayerNorm, RMSNorm, GroupNorm: src alone; the call computes the statistics
                                      (mean and variance; RMSNorm: the mean square), epsilon used */
     /* RMSNorm's names for its first two forms (it has no mean) */
@@ -676,12 +694,12 @@ typedef struct nbwd_layer_norm_bwd_desc {
     int64_t dims[NBWD_MAX_RANK];
     int64_t begin_norm_axis;        /* [-rank, rank-1], default -1 */
     int use_affine;                 /* default 1 */
-    float epsilon;                  /* default 1e-5; MEAN_VARIANCE form only */
+    float epsilon;                  /* default 1e-5; read in the MEAN_VARIANCE and NONE forms */
     nbwd_stats_form stats_form;     /* default NBWD_STATS_MEAN_VARIANCE */
     nbwd_dtype data_dtype;          /* src, xhat, diff_dst, diff_src; default f32 */
     nbwd_dtype stats_dtype;         /* mean, variance, rstd, std; default f32 */
     nbwd_dtype param_dtype;         /* gamma, beta, diff_gamma, diff_beta; default f32 */
-    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS */
+    unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS, NBWD_ACCUMULATE_DIFF_SRC */
     int num_threads;                /* 0: OpenMP default; ignored without OpenMP */
     nbwd_isa isa;                   /* NBWD_ISA_AUTO or a path to force for this call */
     /* Element strides, rank entries each; NULL means dense row-major. */
@@ -693,7 +711,7 @@ typedef struct nbwd_layer_norm_bwd_desc {
     /* The parameter tensors, shape dims[axis..rank): rank - axis entries each
        (entry k for dim axis + k), any strides; NULL means dense. */
     const int64_t *gamma_strides;
-    const int64_t *beta_strides;     /* read only in the DST_RSTD form (else not checked either) */
+    const int64_t *beta_strides;     /* beta is read only in the DST_RSTD form */
     const int64_t *diff_gamma_strides;
     const int64_t *diff_beta_strides;
     unsigned init_stamp; /* set by desc_init: calls refuse a descriptor without it */
@@ -783,8 +801,8 @@ typedef struct nbwd_group_norm_bwd_desc {
     nbwd_layout layout;             /* NBWD_NCX or NBWD_NXC, as given to desc_init */
     int64_t groups;                 /* >= 1, divides C; groups = C is InstanceNorm */
     int use_affine;                 /* default 1: gamma, diff_gamma, diff_beta [C] */
-    float epsilon;                  /* MEAN_VARIANCE form: > 0 */
-    nbwd_stats_form stats_form;     /* any of LayerNorm's four */
+    float epsilon;                  /* MEAN_VARIANCE and NONE forms: > 0 and finite */
+    nbwd_stats_form stats_form;     /* any of LayerNorm's five (NONE included) */
     nbwd_dtype data_dtype, stats_dtype, param_dtype;
     unsigned flags;                 /* NBWD_ACCUMULATE_PARAM_GRADS */
     int num_threads;
@@ -868,7 +886,8 @@ NBWD_API void nbwd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
 
 NBWD_API const char *nbwd_isa_name(nbwd_isa isa);
 NBWD_API int nbwd_isa_supported(nbwd_isa isa);   /* compiled in and runnable on this CPU */
-NBWD_API nbwd_isa nbwd_active_isa(void);         /* the path NBWD_ISA_AUTO resolves to */
+NBWD_API nbwd_isa nbwd_active_isa(void);         /* the path NBWD_ISA_AUTO resolves to; NBWD_ISA_AUTO
+                                                    itself where NORM_BWD_ISA names one that cannot run */
 /* Force (or with NBWD_ISA_AUTO, release) the automatic choice for the whole
    process; NBWD_ERR_UNSUPPORTED if that path is not compiled in or runnable. */
 NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
