@@ -22,7 +22,7 @@
 enum { T_SRC, T_XHAT, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_DX, T_DG, T_DB, T_N0, T_DST = T_N0, T_DSA, T_N };
 /* FZ_STANDALONE prints them: the relu byte's position, the bytes decoded, the call's status */
 static size_t g_fz_relu_at, g_fz_decoded;
-static int g_fz_status, g_fz_relu, g_fz_two;
+static int g_fz_relu, g_fz_two;
 
 /* Strides whose block [from, to) should be dense; dims outside it padded,
    one of them possibly negative; or arbitrary. */
@@ -246,16 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      (i == T_STD && form == 2) || (i == T_GAMMA && (m & 1));
         if (i == T_DX) needed = m % 4 != 0;
         if (i == T_DG || i == T_DB) needed = m % 4 != 0;
-        alias_of[i] = -1;
-        alias_delta[i] = 0;
-        if (m < 200) mode[i] = 0, want[i] = needed;
-        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
-        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
-        else {
-            mode[i] = 3, want[i] = 1, natural = 0;
-            alias_of[i] = fz_u8(&rd) % T_N0;
-            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
-        }
+        if (!fz_pointer_mode(&rd, m, needed, i, T_N0, mode, want, alias_of, alias_delta)) natural = 0;
     }
     if (mode[T_DG] == 0 && mode[T_DB] == 0) want[T_DB] = want[T_DG]; /* natural: both or neither */
     if (want[T_DG] != want[T_DB]) REJECT(8);
@@ -281,16 +272,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (i = T_DST; i <= T_DSA; ++i) {
         uint8_t m = fz_u8(&rd);
         int needed = i == T_DST ? relu != 0 : relu == (int)NBWD_FUSE_ADD_RELU;
-        alias_of[i] = -1;
-        alias_delta[i] = 0;
-        if (m < 200) mode[i] = 0, want[i] = needed;
-        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
-        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
-        else {
-            mode[i] = 3, want[i] = 1, natural = 0;
-            alias_of[i] = fz_u8(&rd) % T_N; /* any tensor placed before it: diff_src_add onto dst too */
-            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
-        }
+        /* alias: any tensor placed before it: diff_src_add onto dst too */
+        if (!fz_pointer_mode(&rd, m, needed, i, T_N, mode, want, alias_of, alias_delta)) natural = 0;
     }
     d.dst_strides = fz_strides(&rd, shape_rej ? 0 : rank, dims, bfrom, bto, sdst);
     d.diff_src_add_strides = fz_strides(&rd, shape_rej ? 0 : rank, dims, bfrom, bto, sdsa);
@@ -367,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int checked;
         s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, must_reject ? NULL : small_ws,
                        must_reject ? 0 : sizeof small_ws, must_reject && why == 8 ? -1 : Cd, NULL, &checked);
-        g_fz_status = (int)s;
+        fz_set_status(s);
         if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
         if (must_reject) {
             FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, layout %d, dims %lld %lld %lld)",
@@ -406,23 +389,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     for (i = 0; i < T_N; ++i)
         if (w.t[i].present) fz_mark(&w, i);
-    if (sq == NBWD_OK) {
-        switch (ws_mode) {
-        case 2: case 3: case 5: ws_bytes = qbytes; break;
-        case 4: ws_bytes = qbytes > 0 ? qbytes - 1 : 0; break; /* empty problems need 0 */
-        case 6: ws_bytes = 0; break;
-        case 7: ws_bytes = qbytes + 4096; break;
-        default: break;
-        }
-        if (ws_mode >= 2 && qbytes <= ((size_t)1 << 26)) {
-            size_t skew = ws_mode == 5 ? 1 + (size_t)(g.s % 63) : 0;
-            ws_alloc = malloc(ws_bytes + skew > 0 ? ws_bytes + skew : 1);
-            if (!ws_alloc) FZ_FAIL("out of memory");
-            ws = (char *)ws_alloc + skew;
-        } else {
-            ws_bytes = 0;
-        }
-    }
+    if (sq == NBWD_OK) ws = fz_workspace(ws_mode, qbytes, g.s, &ws_bytes, &ws_alloc);
     fz_snapshot(&w);
     memset(&a, 0, sizeof a);
 #define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
@@ -431,7 +398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB); a.dst = P(T_DST); a.diff_src_add = P(T_DSA);
 #undef P
     s = fz_bn_call(two_phase, &d, args_null ? NULL : &a, ws, ws_bytes, Cd, &w, &reduce_checked);
-    g_fz_status = (int)s;
+    fz_set_status(s);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
@@ -539,19 +506,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #if defined(FZ_STANDALONE)
-/* Each file once, without libFuzzer (any compiler, with or without
-   sanitizers): a failed check aborts as under libFuzzer. */
-int main(int argc, char **argv) {
-    int i;
-    for (i = 1; i < argc; ++i) {
-        long n = 0;
-        uint8_t *buf = fz_read_file(argv[i], &n);
-        if (!buf) return 2;
-        LLVMFuzzerTestOneInput(buf, (size_t)n);
-        printf("%s: %ld bytes, the relu byte at %zu, %zu decoded, relu %d, two-phase %d, status %s\n", argv[i], n,
-               g_fz_relu_at, g_fz_decoded, g_fz_relu, g_fz_two, nbwd_status_string((nbwd_status)g_fz_status));
-        free(buf);
-    }
-    return 0;
+static void fz_report(const char *path, long n) {
+    printf("%s: %ld bytes, the relu byte at %zu, %zu decoded, relu %d, two-phase %d, status %s\n", path, n,
+           g_fz_relu_at, g_fz_decoded, g_fz_relu, g_fz_two, fz_status_name());
 }
 #endif

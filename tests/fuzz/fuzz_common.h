@@ -119,6 +119,10 @@ static inline int fz_dense_block(int rank, const int64_t *dims, const int64_t *s
     }
     return 1;
 }
+/* the status of the input's main call, for FZ_STANDALONE's line */
+#define FZ_NO_CALL (-100)
+static int g_fz_status;
+static inline void fz_set_status(nbwd_status s) { g_fz_status = (int)s; }
 #if defined(FZ_STANDALONE)
 /* The standalone drivers' reader: the whole file (*n bytes) in a malloc'd
    buffer, or NULL after a message. */
@@ -133,6 +137,28 @@ static inline uint8_t *fz_read_file(const char *path, long *n) {
     if (f) fclose(f);
     if (!buf) fprintf(stderr, "%s: cannot read\n", path);
     return buf;
+}
+/* Each target's line about one input: what it decoded, the call's status
+   (g_fz_status = FZ_NO_CALL when no call was made) */
+static void fz_report(const char *path, long n);
+static inline const char *fz_status_name(void) {
+    return g_fz_status == FZ_NO_CALL ? "(no call)" : nbwd_status_string((nbwd_status)g_fz_status);
+}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Each file once, without libFuzzer (any compiler, with or without
+   sanitizers): a failed check aborts as under libFuzzer. */
+int main(int argc, char **argv) {
+    int i;
+    for (i = 1; i < argc; ++i) {
+        long n = 0;
+        uint8_t *buf = fz_read_file(argv[i], &n);
+        if (!buf) return 2;
+        g_fz_status = FZ_NO_CALL;
+        LLVMFuzzerTestOneInput(buf, (size_t)n);
+        fz_report(argv[i], n);
+        free(buf);
+    }
+    return 0;
 }
 #endif
 /* NBWD_STATS_NONE: how far xhat may move with the statistics a call finds
@@ -216,6 +242,50 @@ static inline int fz_close(int dt, double got, double ref, double tol) {
     tol += fz_ulp(dt, ref) + fz_ulp(dt, got);
     if (isinf(got)) return fabs(ref) + tol >= fz_max_finite(dt);
     return fabs(got - ref) <= tol;
+}
+
+/* ------------------------------------------------------------ pointers */
+/* Tensor i's pointer from its mode byte m: natural (mode 0: present where
+   the call needs it), forced NULL (1), forced present (2) or an alias of
+   tensor alias_of[i] (of the first n_alias) moved by alias_delta[i]
+   elements (3: two more bytes). Returns 0 where the pointers are no longer
+   the natural ones. */
+static inline int fz_pointer_mode(fz_rd *r, uint8_t m, int needed, int i, int n_alias, int *mode, int *want,
+                                  int *alias_of, int64_t *alias_delta) {
+    alias_of[i] = -1;
+    alias_delta[i] = 0;
+    if (m < 200) { mode[i] = 0; want[i] = needed; return 1; }
+    if (m < 216) { mode[i] = 1; want[i] = 0; return 0; }
+    mode[i] = m < 232 ? 2 : 3;
+    want[i] = 1;
+    if (mode[i] == 3) {
+        alias_of[i] = fz_u8(r) % n_alias;
+        alias_delta[i] = (int64_t)(int8_t)fz_u8(r) % 9;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ workspace */
+/* The workspace a target's ws_mode (0-7) asks for, given the size query's
+   qbytes: 0, 1 none (NULL, 0 bytes); 2, 3 the query's size; 4 one byte short
+   (empty problems need 0); 5 the query's size at an odd address; 6 a pointer
+   with size 0; 7 4 KiB more. Allocated to the exact size, so ASan sees any
+   overrun; queries past 64 MiB get none. Sets *bytes and *alloc (for free). */
+static inline void *fz_workspace(int ws_mode, size_t qbytes, uint64_t seed, size_t *bytes, void **alloc) {
+    size_t skew;
+    *bytes = 0;
+    *alloc = NULL;
+    if (ws_mode < 2 || qbytes > ((size_t)1 << 26)) return NULL;
+    switch (ws_mode) {
+    case 4: *bytes = qbytes > 0 ? qbytes - 1 : 0; break;
+    case 6: *bytes = 0; break;
+    case 7: *bytes = qbytes + 4096; break;
+    default: *bytes = qbytes; break;
+    }
+    skew = ws_mode == 5 ? 1 + (size_t)(seed % 63) : 0;
+    *alloc = malloc(*bytes + skew > 0 ? *bytes + skew : 1);
+    if (!*alloc) FZ_FAIL("out of memory");
+    return (char *)*alloc + skew;
 }
 
 /* ------------------------------------------------------------ tensors */

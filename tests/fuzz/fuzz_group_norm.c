@@ -28,7 +28,7 @@
 enum { T_SRC, T_XHAT, T_DST, T_DY, T_MEAN, T_VAR, T_RSTD, T_STD, T_GAMMA, T_BETA, T_DX, T_DG, T_DB, T_N };
 /* FZ_STANDALONE prints them */
 static size_t g_fz_decoded;
-static int g_fz_status, g_fz_rank, g_fz_layout, g_fz_form, g_fz_dt, g_fz_inplace;
+static int g_fz_rank, g_fz_layout, g_fz_form, g_fz_dt, g_fz_inplace;
 static long long g_fz_groups, g_fz_c;
 
 /* groups: mostly a divisor of C (when C is small and known), or C
@@ -187,16 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (i == T_BETA) needed = form == 3 && d.use_affine && (m & 1);
         if (i == T_DX) needed = m % 4 != 0;
         if (i == T_DG || i == T_DB) needed = m % 4 != 0 && d.use_affine;
-        alias_of[i] = -1;
-        alias_delta[i] = 0;
-        if (m < 200) mode[i] = 0, want[i] = needed;
-        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
-        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
-        else {
-            mode[i] = 3, want[i] = 1, natural = 0;
-            alias_of[i] = fz_u8(&rd) % T_N;
-            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
-        }
+        if (!fz_pointer_mode(&rd, m, needed, i, T_N, mode, want, alias_of, alias_delta)) natural = 0;
     }
     if ((want[T_DG] || want[T_DB]) && !d.use_affine) REJECT(9);
     ws_mode = fz_u8(&rd) % 8; /* 0,1 NULL; 2,3 exact; 4 exact-1; 5 misaligned exact; 6 size 0; 7 exact, big */
@@ -306,7 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* A small workspace: a huge accepted descriptor stops at
            INSUFFICIENT_WORKSPACE instead of allocating gigabytes. */
         s = nbwd_group_norm_bwd(&d, args_null ? NULL : &a, must_reject ? NULL : small_ws, must_reject ? 0 : sizeof small_ws);
-        g_fz_status = (int)s;
+        fz_set_status(s);
         if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
         if (must_reject) {
             FZ_ASSERT(s != NBWD_OK, "accepted a call the manual calls invalid (rule %d; rank %d, layout %d, groups %lld, "
@@ -361,23 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (i = 0; i < T_N; ++i)
         if (w.t[i].present) fz_mark(&w, i);
     /* workspace */
-    if (sq == NBWD_OK) {
-        switch (ws_mode) {
-        case 2: case 3: case 5: ws_bytes = qbytes; break;
-        case 4: ws_bytes = qbytes > 0 ? qbytes - 1 : 0; break; /* empty problems need 0 */
-        case 6: ws_bytes = 0; break;
-        case 7: ws_bytes = qbytes + 4096; break;
-        default: break;
-        }
-        if (ws_mode >= 2 && qbytes <= ((size_t)1 << 26)) { /* exact size: ASan sees any overrun */
-            size_t skew = ws_mode == 5 ? 1 + (size_t)(g.s % 63) : 0;
-            ws_alloc = malloc(ws_bytes + skew > 0 ? ws_bytes + skew : 1);
-            if (!ws_alloc) FZ_FAIL("out of memory");
-            ws = (char *)ws_alloc + skew;
-        } else {
-            ws_bytes = 0;
-        }
-    }
+    if (sq == NBWD_OK) ws = fz_workspace(ws_mode, qbytes, g.s, &ws_bytes, &ws_alloc);
     fz_snapshot(&w);
     memset(&a, 0, sizeof a);
 #define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
@@ -386,7 +361,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.diff_src = P(T_DX); a.diff_gamma = P(T_DG); a.diff_beta = P(T_DB);
 #undef P
     s = nbwd_group_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
-    g_fz_status = (int)s;
+    fz_set_status(s);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
@@ -541,21 +516,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #if defined(FZ_STANDALONE)
-/* Each file once, without libFuzzer (any compiler, with or without
-   sanitizers): a failed check aborts as under libFuzzer. */
-int main(int argc, char **argv) {
-    int i;
-    for (i = 1; i < argc; ++i) {
-        long n = 0;
-        uint8_t *buf = fz_read_file(argv[i], &n);
-        if (!buf) return 2;
-        g_fz_status = -100;
-        LLVMFuzzerTestOneInput(buf, (size_t)n);
-        printf("%s: %ld bytes, %zu decoded, rank %d layout %d C %lld groups %lld form %d dt %d in-place %d, "
-               "status %s\n", argv[i], n, g_fz_decoded, g_fz_rank, g_fz_layout, g_fz_c, g_fz_groups, g_fz_form,
-               g_fz_dt, g_fz_inplace, g_fz_status == -100 ? "(no call)" : nbwd_status_string((nbwd_status)g_fz_status));
-        free(buf);
-    }
-    return 0;
+static void fz_report(const char *path, long n) {
+    printf("%s: %ld bytes, %zu decoded, rank %d layout %d C %lld groups %lld form %d dt %d in-place %d, status %s\n",
+           path, n, g_fz_decoded, g_fz_rank, g_fz_layout, g_fz_c, g_fz_groups, g_fz_form, g_fz_dt, g_fz_inplace,
+           fz_status_name());
 }
 #endif

@@ -5,7 +5,9 @@
    Checks: no crash or sanitizer report; the query and the call agree on
    descriptor errors; a rejected call writes no byte; an accepted call writes
    only output elements, has no illegal overlap, and matches a float64
-   reference; a call that is valid by the manual's rules is accepted. */
+   reference; a call that is valid by the manual's rules is accepted.
+   Built with -DFZ_STANDALONE (no libFuzzer): a main that runs each file
+   named on the command line once (fuzz_common.h). */
 #if !defined(FZ_SEPARATE_IMPL) /* else linked in from tests/impl.c */
 #define NORM_BWD_IMPLEMENTATION
 #endif
@@ -156,16 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      (i == T_STD && form == 2) || (i == T_GAMMA && d.use_affine);
         if (i >= T_DX) needed = m % 4 != 0 && (i == T_DX || d.use_affine);
         if (i == T_BETA) needed = d.use_affine && (m & 1);
-        alias_of[i] = -1;
-        alias_delta[i] = 0;
-        if (m < 200) mode[i] = 0, want[i] = needed;
-        else if (m < 216) mode[i] = 1, want[i] = 0, natural = 0;
-        else if (m < 232) mode[i] = 2, want[i] = 1, natural = 0;
-        else {
-            mode[i] = 3, want[i] = 1, natural = 0;
-            alias_of[i] = fz_u8(&rd) % T_N;
-            alias_delta[i] = (int64_t)(int8_t)fz_u8(&rd) % 9;
-        }
+        if (!fz_pointer_mode(&rd, m, needed, i, T_N, mode, want, alias_of, alias_delta)) natural = 0;
     }
     if ((want[T_DG] || want[T_DB]) && !d.use_affine) REJECT(9);
     ws_mode = fz_u8(&rd) % 8; /* 0,1 NULL; 2,3 exact; 4 exact-1; 5 misaligned exact; 6 size 0; 7 exact, big */
@@ -340,24 +333,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (i = 0; i < T_N; ++i)
         if (w.t[i].present) fz_mark(&w, i);
     /* workspace */
-    if (sq == NBWD_OK) {
-        switch (ws_mode) {
-        case 2: case 3: ws_bytes = qbytes; break;
-        case 4: ws_bytes = qbytes > 0 ? qbytes - 1 : 0; break; /* empty problems need 0 */
-        case 5: ws_bytes = qbytes; break;
-        case 6: ws_bytes = 0; break;
-        case 7: ws_bytes = qbytes + 4096; break;
-        default: break;
-        }
-        if (ws_mode >= 2 && qbytes <= ((size_t)1 << 26)) { /* exact size: ASan sees any overrun */
-            size_t skew = ws_mode == 5 ? 1 + (size_t)(g.s % 63) : 0;
-            ws_alloc = malloc(ws_bytes + skew > 0 ? ws_bytes + skew : 1);
-            if (!ws_alloc) FZ_FAIL("out of memory");
-            ws = (char *)ws_alloc + skew;
-        } else {
-            ws_bytes = 0;
-        }
-    }
+    if (sq == NBWD_OK) ws = fz_workspace(ws_mode, qbytes, g.s, &ws_bytes, &ws_alloc);
     fz_snapshot(&w);
     memset(&a, 0, sizeof a);
 #define P(k) (w.t[k].present ? (void *)w.t[k].base : NULL)
@@ -367,6 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_extras(&a, dst_form, res_mode);
 #undef P
     s = fz_call(rms, &d, args_null ? NULL : &a, ws, ws_bytes);
+    fz_set_status(s);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
     if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
     if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
@@ -517,3 +494,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_world_free(&w);
     return 0;
 }
+
+#if defined(FZ_STANDALONE)
+static void fz_report(const char *path, long n) { printf("%s: %ld bytes, status %s\n", path, n, fz_status_name()); }
+#endif

@@ -156,3 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     return 0;
 }
+
+#if defined(FZ_STANDALONE)
+static void fz_report(const char *path, long n) { printf("%s: %ld bytes\n", path, n); }
+#endif
