@@ -79,7 +79,7 @@
    most a factor of 2 on the rounding of its sums. Speed, against the
    saved-statistics call with the same outputs (bench/NOTES.md): f32
    0.91-1.05x of it (calls under 0.1 ms split over threads down to
-   0.67x), 16-bit rows out of cache 0.51-0.94x (LayerNorm rows of 768
+   0.67x), 16-bit rows out of cache 0.51-0.97x (LayerNorm rows of 768
    the slowest: the saved forms keep such 16-bit rows' g and xhat in
    f32, this form converts x and dy again); diff_gamma and diff_beta add
    a pass over the row, from the cache (with them about 1.1-1.4x the
