@@ -369,6 +369,32 @@ static inline void fz_world_free(fz_world *w) {
     w->na = 0;
 }
 
+/* Sets t->count (FZ_CAP_ELEMS + 1 past the cap) and, for a present
+   tensor, its extent [lo, hi); returns 0 where a present tensor is too big
+   to allocate. */
+static inline int fz_size_tensor(fz_tensor *t) {
+    int k;
+    t->count = 1;
+    for (k = 0; k < t->rank; ++k)
+        if (t->dims[k] == 0) t->count = 0;
+    for (k = 0; k < t->rank && t->count > 0; ++k) {
+        if (t->dims[k] > FZ_CAP_ELEMS || t->count * t->dims[k] > FZ_CAP_ELEMS) { t->count = FZ_CAP_ELEMS + 1; break; }
+        t->count *= t->dims[k];
+    }
+    return !(t->present && (t->count > FZ_CAP_ELEMS || !fz_extent(t->rank, t->dims, t->st, FZ_CAP_ELEMS, &t->lo, &t->hi)));
+}
+
+/* What every call's status must agree with: the size query's error, args
+   NULL, a workspace shorter than the query's, and a workspace that is
+   O(problem) (a few MB here, never gigabytes). */
+static inline void fz_check_status(nbwd_status s, nbwd_status sq, int args_null, const void *ws, size_t ws_bytes,
+                                   size_t qbytes) {
+    if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
+    if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
+    if (ws && ws_bytes < qbytes) FZ_ASSERT(s != NBWD_OK, "accepted a workspace of %zu < %zu bytes", ws_bytes, qbytes);
+    if (sq == NBWD_OK) FZ_ASSERT(qbytes <= ((size_t)1 << 26), "workspace of %zu bytes for a problem this small", qbytes);
+}
+
 /* Places tensor t: its own allocation, or (mode alias) inside tensor `of`'s
    allocation at `delta` elements from its base, when that fits and keeps
    the element alignment. */

@@ -270,15 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             } else {
                 t->rank = 1; t->dims[0] = C; t->st[0] = cst[i];
             }
-            t->count = 1;
-            for (k = 0; k < t->rank; ++k)
-                if (t->dims[k] == 0) t->count = 0;
-            for (k = 0; k < t->rank && t->count > 0; ++k) {
-                if (t->dims[k] > FZ_CAP_ELEMS || t->count * t->dims[k] > FZ_CAP_ELEMS) { t->count = FZ_CAP_ELEMS + 1; break; }
-                t->count *= t->dims[k];
-            }
-            if (t->present && (t->count > FZ_CAP_ELEMS || !fz_extent(t->rank, t->dims, t->st, FZ_CAP_ELEMS, &t->lo, &t->hi)))
-                too_big = 1;
+            if (!fz_size_tensor(t)) too_big = 1;
         }
         if (total > FZ_CAP_ELEMS || C > FZ_CAP_ELEMS || N > FZ_CAP_ELEMS || (N > 0 && G > FZ_CAP_ELEMS / N)) too_big = 1;
     }
@@ -363,11 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s = nbwd_group_norm_bwd(&d, args_null ? NULL : &a, ws, ws_bytes);
     fz_set_status(s);
     if (force >= 0) nbwd_force_isa(NBWD_ISA_AUTO);
-    if (sq != NBWD_OK) FZ_ASSERT(s == sq, "workspace_size said %d, the call %d", (int)sq, (int)s);
-    if (args_null) FZ_ASSERT(s != NBWD_OK, "accepted args NULL");
-    if (ws && ws_bytes < qbytes) FZ_ASSERT(s != NBWD_OK, "accepted a workspace of %zu < %zu bytes", ws_bytes, qbytes);
-    /* The workspace is O(problem): a few MB here, never gigabytes. */
-    if (sq == NBWD_OK) FZ_ASSERT(qbytes <= ((size_t)1 << 26), "workspace of %zu bytes for a problem this small", qbytes);
+    fz_check_status(s, sq, args_null, ws, ws_bytes, qbytes);
     /* A call that follows every rule of the manual must be accepted. */
     if (natural && !args_null && (ws_mode <= 3 || ws_mode == 5 || ws_mode == 7) && isa_runnable &&
         (force < 0 || force_ok))
