@@ -87,15 +87,19 @@
    (gamma_strides, diff_gamma_strides, diff_beta_strides of the LayerNorm
    and BatchNorm descs, and beta_strides where LayerNorm's DST_RSTD form
    reads beta) and BatchNorm's [C] statistics strides. GroupNorm takes
-   every input the CPU takes: NCX and NXC, any rank >= 2, groups dividing
+   every input the CPU takes: NCX and NXC, rank 2..8, groups dividing
    C (InstanceNorm: groups = C), its [N, groups] statistics in the four saved
    forms with any strides, its [C] parameters with any strides, every
    dtype combination, in place, optional outputs, accumulate.
    All tensor pointers in args, and the
    workspace, are DEVICE pointers; desc (and its stride arrays) live in host
    memory. stream is a cudaStream_t passed as void * (NULL: the default
-   stream). desc->num_threads and desc->isa are validated as on the CPU and
-   otherwise ignored.
+   stream). desc->num_threads and desc->isa are range-checked as on the CPU
+   (a CPU path that cannot run here is no error on the GPU) and otherwise
+   ignored. The workspace queries refuse what the descriptor alone makes
+   unsupported (NONE, NBWD_ACCUMULATE_DIFF_SRC, LayerNorm's and
+   BatchNorm's strided parameters, BatchNorm's strided statistics); the
+   calls also what the arguments do.
 
    BatchNorm on a batch split over processes (SyncBatchNorm): reduce and
    apply are norm_bwd.h's nbwd_batch_norm_bwd_reduce / _apply (same
@@ -241,7 +245,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_group_norm_bwd(const nbwd_group_norm_bwd_desc 
 /* Number of CUDA devices; *count = 0 and NBWD_ERR_UNSUPPORTED when there is
    no driver or device, or the build has no CUDA (message in last_error). */
 NBWD_GPU_API nbwd_status nbwd_gpu_device_count(int *count);
-/* The calling thread's last CUDA error message ("" if none). */
+/* The calling thread's message for its last refused or failed GPU call (an
+   argument's rejection, a CUDA error, no CUDA): "" if none. */
 NBWD_GPU_API const char *nbwd_gpu_last_error(void);
 
 #ifdef __cplusplus
@@ -516,6 +521,17 @@ static nbwd_status nbwdg__ln_prepare(const nbwd_layer_norm_bwd_desc *desc, int r
     return s;
 }
 
+/* What BatchNorm's kernels do not take, from the descriptor alone (so the
+   workspace query refuses it too): strided [C] parameters and statistics.
+   par: the descriptor's parameter strides. */
+static nbwd_status nbwdg__bn_supported(const nbwd__bn_plan *p, const nbwd__params *par) {
+    nbwd_status s;
+    if ((s = nbwdg__params_dense(par, 0)) != NBWD_OK) return s;
+    if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
+        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
+    return NBWD_OK;
+}
+
 /* sums: the two-phase calls (NULL: nbwd_gpu_batch_norm_bwd), checked as
    norm_bwd.h's nbwd__batch_norm_bwd does: reduce's sums arrive as args'
    diff_gamma/diff_beta (dense f32, overwritten: the plan says so), apply's
@@ -529,9 +545,7 @@ static nbwd_status nbwdg__bn_prepare(const nbwd_batch_norm_bwd_desc *desc, const
     nbwd_status s;
     memset(&par, 0, sizeof par); /* set by the validation where it succeeds (gcc cannot tell) */
     if ((s = nbwd__bn_validate(desc, args, sums, p, &par)) != NBWD_OK) return s;
-    if ((s = nbwdg__params_dense(&par, 0)) != NBWD_OK) return s;
-    if (p->C > 1 && (p->mean_st != 1 || p->var_st != 1))
-        return nbwd__fail(NBWD_ERR_UNSUPPORTED, "the GPU path takes dense mean and variance/rstd/std only");
+    if ((s = nbwdg__bn_supported(p, &par)) != NBWD_OK) return s;
     nbwdg__bn_config(p, c);
     if ((s = nbwdg__ws_check(c->ws_bytes, workspace, bytes)) == NBWD_OK) nbwd__msg[0] = 0;
     return s;
@@ -544,7 +558,9 @@ static nbwd_status nbwdg__ln_workspace_size(const nbwd_layer_norm_bwd_desc *desc
     nbwdg__ln_cfg c;
     nbwd_status s;
     if (!bytes) return nbwdg__reject(entry, nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK || (s = nbwdg__ln_supported(&p)) != NBWD_OK)
+    /* (beta's strides matter only where the call reads beta: the call checks them) */
+    if ((s = nbwd__ln_plan_desc(desc, rms, &p)) != NBWD_OK || (s = nbwdg__ln_supported(&p)) != NBWD_OK ||
+        (s = nbwdg__params_dense(&p.par, 0)) != NBWD_OK)
         return nbwdg__reject(entry, s);
     nbwdg__ln_config(&p, &c);
     *bytes = c.ws_bytes;
@@ -576,7 +592,8 @@ NBWD_GPU_API nbwd_status nbwd_gpu_batch_norm_bwd_workspace_size(const nbwd_batch
     nbwdg__bn_cfg c;
     nbwd_status s;
     if (!bytes) return nbwdg__reject("nbwd_gpu_batch_norm_bwd_workspace_size", nbwd__fail(NBWD_ERR_NULL_POINTER, "bytes is NULL"));
-    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK) return nbwdg__reject("nbwd_gpu_batch_norm_bwd_workspace_size", s);
+    if ((s = nbwd__bn_plan_desc(desc, &p)) != NBWD_OK || (s = nbwdg__bn_supported(&p, &p.par)) != NBWD_OK)
+        return nbwdg__reject("nbwd_gpu_batch_norm_bwd_workspace_size", s);
     nbwdg__bn_config(&p, &c);
     *bytes = c.ws_bytes;
     nbwd__msg[0] = 0;

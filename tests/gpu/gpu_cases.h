@@ -587,6 +587,42 @@ static void nbwdt_cpu_only_cases(char *cpu_arena, char *gpu_arena) {
                         strstr(nbwd_gpu_last_error(), "NBWD_STATS_NONE") != NULL,
                     what);
     }
+    /* what the descriptor alone makes unsupported, the workspace query
+       refuses too (k: LayerNorm strided gamma, BatchNorm strided gamma,
+       BatchNorm strided mean); GroupNorm's strided gamma is taken */
+    for (k = 0; k < 4; ++k) {
+        static const int64_t two[1] = {2};
+        size_t need = 0;
+        nbwd_status sq;
+        char what[300];
+        const char *want = k == 2 ? "dense mean" : "desc.gamma_strides";
+        if (k == 0) {
+            nbwd_layer_norm_bwd_desc d;
+            nbwd_layer_norm_bwd_args a;
+            nbwdt_ln_base(&d, &a, gpu_arena);
+            d.gamma_strides = two;
+            sq = nbwd_gpu_layer_norm_bwd_workspace_size(&d, &need);
+        } else if (k < 3) {
+            nbwd_batch_norm_bwd_desc d;
+            nbwd_batch_norm_bwd_args a;
+            nbwdt_bn_base(&d, &a, gpu_arena);
+            if (k == 1) d.gamma_strides = two;
+            else d.mean_strides = two;
+            sq = nbwd_gpu_batch_norm_bwd_workspace_size(&d, &need);
+        } else {
+            nbwd_group_norm_bwd_desc d;
+            nbwd_group_norm_bwd_args a;
+            nbwdt_gn_base(&d, &a, gpu_arena);
+            d.gamma_strides = two;
+            sq = nbwd_gpu_group_norm_bwd_workspace_size(&d, &need);
+        }
+        snprintf(what, sizeof what, "%s: the GPU workspace query %s it (%d): %.150s",
+                 k == 0 ? "LayerNorm strided gamma" : k == 1 ? "BatchNorm strided gamma"
+                 : k == 2 ? "BatchNorm strided mean" : "GroupNorm strided gamma",
+                 k == 3 ? "takes" : "refuses", (int)sq, nbwd_gpu_last_error());
+        nbwdt_check(k == 3 ? sq == NBWD_OK
+                           : sq == NBWD_ERR_UNSUPPORTED && strstr(nbwd_gpu_last_error(), want) != NULL, what);
+    }
     free(cpu_ws);
 }
 
