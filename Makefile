@@ -1,9 +1,10 @@
 # norm_bwd - header-only normalization backward kernels.
-#   make test          every test: all CPU paths (native and emulated), the
-#                      AArch64 build under qemu, the compile matrix's core
-#                      builds (make compile-check: all of the matrix),
-#                      check-isa, compile-gate, the examples and the
-#                      packaging; no compile time is checked
+#   make test          the test suite on all CPU paths (native and
+#                      emulated), the AArch64 build under qemu, the compile
+#                      matrix's core builds (make compile-check: all of the
+#                      matrix), check-isa, compile-gate, the examples, the
+#                      packaging and MPI; no compile time is checked
+#                      (hardening, sanitizers, fuzzing, ports: .ci/run)
 #   make examples      build examples/*.c (cc -O2; clang -O0 -fopenmp;
 #                      C++11 syntax), run each on the automatic and the scalar
 #                      path against examples/NAME.expected; check that the
@@ -32,9 +33,9 @@
 #                      cmake -S . -B b && cmake --install b (CMakeLists.txt)
 #   make clean
 # Missing Debian packages are installed with apt-get when run as root;
-# otherwise the build stops with one line naming the package. The exception:
-# without the AArch64 cross tools and qemu (not root), `make test` says so in
-# one line and runs everything else.
+# otherwise the build stops with one line naming the package. The
+# exceptions: without the AArch64 cross tools and qemu, or Open MPI (not
+# root), `make test` says in one line what it skips and runs everything else.
 
 CC      ?= cc
 BUILD   ?= build
@@ -159,14 +160,15 @@ compile-gate: compile-deps
 compile-cost: compile-deps
 	@BUILD=$(BUILD) tools/compile_cost.sh
 
-# The examples as a user builds them (gcc and clang, -O2, with and without
-# OpenMP), each run's output against examples/NAME.expected; then the
+# The examples as a user builds them (cc -O2; clang -O0 -fopenmp; C++11
+# syntax), each run's output against examples/NAME.expected; then the
 # README's example block against examples/quickstart.c (tools/check_examples.sh).
 examples: compile-deps
 	@BUILD=$(BUILD) CC=$(CC) tools/check_examples.sh; a=$$?; \
 	 BUILD=$(BUILD) tools/check_examples.sh readme && exit $$a
 
-# Other targets: i386, s390x, wasm32, tcc (tools/test_ports.sh installs
+# Other targets: i386, armhf, s390x, wasm32, Windows (MinGW-w64 under wine),
+# tcc (tools/test_ports.sh installs
 # what it needs as root, else says what it skips).
 test-ports: deps
 	@BUILD=$(BUILD) tools/test_ports.sh

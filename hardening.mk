@@ -12,7 +12,7 @@
 #                           statuses (native + emulated avx2, avx512,
 #                           avx512_bf16, neon; AArch64 neon/neon_bf16 under
 #                           qemu when the cross tools are there); HUGE=1 adds
-#                           the 2^31 + 7 element LayerNorm (about 13 GB)
+#                           the 2^31 + 7 element LayerNorm (about 14 GB)
 BUILD        ?= build
 FUZZ_SECONDS ?= 60
 HUGE         ?= 0

@@ -78,6 +78,8 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
     expect nbwd__ln_rows_dx_f32_neon 'fmla' 'NEON FMA'
     expect nbwd__bn_relu_rows_f32_neon 'cmtst' "the fused ReLU's mask from its bits"
     expect nbwd__bn_relu_rows_16_neon 'cmtst' "the fused ReLU's mask from its bits"
+else
+    echo "skipped: the AArch64 checks (no aarch64-linux-gnu-gcc: gcc-aarch64-linux-gnu)"
 fi
 echo "$PASS passed, $FAIL failed"
 [ $FAIL -eq 0 ]
