@@ -1,7 +1,10 @@
 /* fuzz_common.h - shared pieces of the norm_bwd libFuzzer targets: a byte
-   decoder, guarded per-tensor allocations with snapshots and write masks, an
-   independent overlap check, and float64 references written from the
-   formulas in the header manual (not from the library's code).
+   decoder, the pointer and workspace modes, guarded per-tensor allocations
+   with snapshots and write masks, an independent overlap check, the status
+   checks every call shares, and float64 references written from the
+   formulas in the header manual (not from the library's code). With
+   -DFZ_STANDALONE (no libFuzzer) a main that runs each file named on the
+   command line once and prints the target's fz_report line.
 
    Each target is one translation unit that defines NORM_BWD_IMPLEMENTATION
    and includes this file (with -DFZ_SEPARATE_IMPL: linked to tests/impl.c's
