@@ -584,16 +584,15 @@
    COMPILE COST
    ============================================================================
    The file that defines NORM_BWD_IMPLEMENTATION, with every x86 path, takes
-   about 8.0 s of CPU and 370 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
-   about twice the time; clang 14: 7.1-9.0 s in recent runs, its timing
-   the least steady, 150 MB), and 1-2 s at -O0 (helpers are forced
-   inline only when optimizing, so a debug build calls them); other files
-   pay for the declarations alone. Each
+   about 8.0 s of CPU and 373 MB with gcc 12 -O2, scaled to a Zen 4 (a Zen 3:
+   about twice the time; clang 14: 7.1-7.6 s in recent runs on a Zen 3, 9.0 s
+   once on a Zen 5, its timing the least steady, 153 MB), and 0.6-1.4 s at -O0
+   and -O0 -g (helpers are forced inline only when optimizing, so a debug
+   build calls them); other files pay for the declarations alone. Each
    NORM_BWD_NO_* switch takes its path's share off: at -O2 with gcc, avx512
    (and with it avx512_bf16, which runs its kernels) about 2.3 s, avx2 (and
-   both AVX-512 paths) 4.0 s, sse 2.0 s, avx512_bf16 alone 0.7 s (the
-   kernels that narrow with its instruction); NORM_BWD_NO_SIMD leaves about
-   1.4 s.
+   both AVX-512 paths) 4.0 s, sse 2.0 s, avx512_bf16 alone 0.7 s (the kernels
+   that narrow with its instruction); NORM_BWD_NO_SIMD leaves about 1.4 s.
    `make compile-cost` measures it.
 */
 #if !defined(NBWD__KERNEL_PASS)
