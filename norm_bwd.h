@@ -64,7 +64,8 @@
    saves nothing from the forward. LayerNorm and RMSNorm rows: one pass
    over the row sums x - shift, its square, g and g * (x - shift)
    together (the shift: the mean of the row's first vector, so the sums
-   stay small; RMSNorm: 0), in f32 chains of at most 8 additions added in
+   stay small, or its first element where that vector's sum passes
+   FLT_MAX; RMSNorm: 0), in f32 chains of at most 8 additions added in
    double; mean, variance, mean(g) and mean(g * xhat) follow in double
    (mean(g * xhat) = rstd * (mean(g d) - mean(d) mean(g))), the mean and
    rstd = 1/sqrt(variance + epsilon) rounded to f32 as the MEAN_VARIANCE
@@ -86,7 +87,9 @@
    saved call's time). GroupNorm: a pass over x before the backward
    (mean and variance by the corrected two-pass algorithm per NCX plane,
    or per NXC column around a pivot, in f32 chains of at most 8
-   additions added in double; a set's channels combined in double), one
+   additions added in double; a plane's or column's first element stands
+   in for its first-pass mean where that pass's sums pass FLT_MAX; a
+   set's channels combined in double), one
    more read of x than the saved forms; NXC batches over 32 MiB of x and
    dy, which go a few samples at a time, find a sample's statistics just
    before its sums, so that read comes from the cache there.
@@ -487,7 +490,11 @@
    diff_src and the diff_gamma/diff_beta entries it feeds (one in
    diff_residual: only its own diff_src element); a bad value in one
    BatchNorm channel changes only that channel's outputs. Variance = +Inf
-   gives rstd = 0 and diff_src = 0 for that set.
+   gives rstd = 0 and diff_src = 0 for that set. Where |mean| * rstd
+   passes FLT_MAX (a set constant at 1e38 with epsilon 1e-5, say), the
+   SIMD paths' last, partial vector of a row or plane holds lanes past its
+   end whose xhat = -mean * rstd is infinite, and that set's sums, so its
+   diff_src, can come out NaN (the scalar path: finite).
    Threads: no global state but the cached CPU detection and the forced path
    (written atomically), and per thread the last error message (thread-local
    storage where the compiler has it: C++11, gcc, clang, MSVC, C11);
@@ -1957,6 +1964,9 @@ NBWD__KFN void NBWD__K(nbwd__row_stats_body)(const nbwd__rows *r, int dt, double
         if (full < n) /* the missing lanes load as zeros: they add nothing */
             s1 += (double)NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, full, (int)(n - full), dt));
         m1 = (float)(s1 / (double)n);
+        /* a chain past FLT_MAX (|x| near it; a plane in range is then all
+           but constant): its first element keeps d small as well */
+        if (!(m1 - m1 == 0.0f)) m1 = nbwd__load(x, 0, dt);
         vm1 = NBWD__V_SET1(m1);
         s1 = 0.0;
         for (j = 0; j < full; j = end) {
@@ -2404,6 +2414,10 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
             const char *x = r->x + r->x_off[i] * esz, *dy = r->dy + r->dy_off[i] * esz;
             float shift = r->rms ? 0.0f : NBWD__V_HSUM(NBWD__K(nbwd__load_data)(x, 0, lanes, dt)) / (float)lanes;
             double m[4], dm, var;
+            /* the first vector's sum past FLT_MAX (|x| near it; a row in
+               range is then all but constant): its first element keeps d
+               small as well */
+            if (!(shift - shift == 0.0f)) shift = nbwd__load(x, 0, dt);
             if (dxa)
                 NBWD__KF(nbwd__fused_moments_rows)(xa, dya, dxa, &c, x, dy, shift, m, dt, n, cols, r->stream);
             else
@@ -6165,7 +6179,15 @@ static void nbwd__gn_none_sample(const nbwd__gn_run *r, int64_t n, int64_t lane,
             }
         }
         if (!pass)
-            for (c = 0; c < C; ++c) pivot[c] = (float)(mc[c] / (double)S);
+            for (c = 0; c < C; ++c) {
+                pivot[c] = (float)(mc[c] / (double)S);
+                if (!(pivot[c] - pivot[c] == 0.0f)) { /* as in row_stats: the column's first element */
+                    int64_t x0;
+                    nbwd__row_offsets(&r->outer, 0, 1, &x0, batch.dy_off, batch.dx_off, NULL, NULL, NULL);
+                    pivot[c] = nbwd__load(r->x + (x0 + n * p->st[NBWD__GN_X][0]) * (int64_t)nbwd__esize(p->dt), c,
+                                          p->dt);
+                }
+            }
     }
     for (g = 0; g < p->G; ++g) {
         memset(&set, 0, sizeof set);

@@ -23,8 +23,10 @@ enum { GS_DENSE = 0, GS_PADDED = 1, GS_NEGATIVE = 2 };
 enum { GIP_NONE = 0, GIP_DY = 1, GIP_X = 2 };
 /* data: normal; every set constant; |mean| >> std; some gamma 0, -0 or
    subnormal; some gamma tiny (normal) next to large ones in a group, so that
-   mean(g) / gamma overflows and that channel cannot be folded */
-enum { GD_NORMAL = 0, GD_CONSTANT = 1, GD_BIG_MEAN = 2, GD_ZERO_GAMMA = 3, GD_TINY_GAMMA = 4 };
+   mean(g) / gamma overflows and that channel cannot be folded; every set
+   constant at +-1e38 to 3.3e38 (in the manual's range: no deviation; a sum
+   of a few such x passes FLT_MAX) */
+enum { GD_NORMAL = 0, GD_CONSTANT = 1, GD_BIG_MEAN = 2, GD_ZERO_GAMMA = 3, GD_TINY_GAMMA = 4, GD_CONSTANT_HUGE = 5 };
 
 typedef struct gn_cfg {
     int rank;
@@ -341,8 +343,10 @@ static int gn_run(const gn_cfg *c) {
     /* inputs: x with an offset per channel (a set's channels differ) */
     mean = (double *)t_xmalloc((size_t)(NG > 0 ? NG : 1) * sizeof(double));
     var = (double *)t_xmalloc((size_t)(NG > 0 ? NG : 1) * sizeof(double));
-    if (c->data == GD_CONSTANT) {
-        for (s = 0; s < NG; ++s) mean[s] = t_rng_uniform(&rng, -2.0, 2.0);
+    if (c->data == GD_CONSTANT || c->data == GD_CONSTANT_HUGE) {
+        for (s = 0; s < NG; ++s)
+            mean[s] = c->data == GD_CONSTANT ? t_rng_uniform(&rng, -2.0, 2.0)
+                                             : (s % 2 ? -1e38 : 1e38) * t_rng_uniform(&rng, 1.0, 3.3);
         for (e = 0; e < geo.total; ++e) t_buf_set(&bx, e, mean[gn_set(&geo, c->layout, e)]);
     } else if (c->data == GD_BIG_MEAN) {
         t_buf_fill_normal(&bx, &rng, c->dt == NBWD_F16 ? 1000.0 : 1e4,
@@ -670,7 +674,8 @@ static void gn_inplace_accumulate(void) {
         }
 }
 
-/* 5. Data: constant sets (variance 0), |mean| >> std, epsilon 1e-12 and 10,
+/* 5. Data: constant sets (variance 0; NONE also at +-1e38 and more, where
+   the sums of x pass FLT_MAX), |mean| >> std, epsilon 1e-12 and 10,
    gamma 0, -0 or subnormal (every form: DST_RSTD takes xhat = 0 there), gamma
    too small to be folded into the coefficients next to large ones. */
 static void gn_data(void) {
@@ -687,6 +692,17 @@ static void gn_data(void) {
                 gn_combo(&c, k);
                 c.data = GD_CONSTANT;
                 gn_run(&c);
+                if (f == NBWD_STATS_NONE && c.dt != NBWD_F16) { /* (f16 holds no such x) */
+                    /* planes of whole vectors: a partial vector's lanes past
+                       the plane take xhat = -mean * rstd, past FLT_MAX here
+                       (the manual's NaN/Inf paragraph) */
+                    static const int64_t sp_whole[2] = {4, 8};
+                    gn_cfg h = c;
+                    gn_shape(&h, L, 3, 6, (k / 2) % 2 ? 3 : 6, 2, sp_whole);
+                    h.data = GD_CONSTANT_HUGE;
+                    h.seed = ++g_gseed;
+                    gn_run(&h);
+                }
                 if (c.sdt == NBWD_F32) {
                     c.data = GD_BIG_MEAN;
                     c.seed = ++g_gseed;
