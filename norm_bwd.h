@@ -75,9 +75,10 @@
    arithmetic, as in the saved forms' loops (avx2's 16-bit rows, where
    that measured no faster, take the two loops one after the other; the
    same results). Where the shift lies more than a standard deviation
-   from the mean (an outlier in the first vector), the row is summed
-   again around its mean, so that the variance's cancellation costs at
-   most a factor of 2 on the rounding of its sums. Speed, against the
+   from the mean (an outlier in the first vector), or where the squares
+   about it passed FLT_MAX, the row is summed again around its mean, so
+   that the variance's cancellation costs at most a factor of 2 on the
+   rounding of its sums. Speed, against the
    saved-statistics call with the same outputs (bench/NOTES.md): f32
    0.91-1.05x of it (calls under 0.1 ms split over threads down to
    0.67x), 16-bit rows out of cache 0.51-0.97x (LayerNorm rows of 768
@@ -103,8 +104,11 @@
    Range: the sums are f32, as a saved variance is: a row (set) whose
    squared deviations add up past FLT_MAX (|x - mean| beyond about
    1e19 / sqrt(n)) has no fp32 statistics, and its diff_src and its share
-   of diff_gamma come out 0 (rstd 0) or NaN; other rows and diff_beta are
-   unaffected. Deterministic as the other forms: a row's (set's) bits
+   of diff_gamma come out 0 (rstd 0) or NaN; so does a LayerNorm or
+   RMSNorm row whose sum of |g (x - shift)| passes FLT_MAX (g = dy *
+   gamma; the saved forms sum g * xhat instead, so they reach further:
+   dy * gamma of 1e20 with |x - mean| of 1e10, say); other rows and
+   diff_beta are unaffected. Deterministic as the other forms: a row's (set's) bits
    never depend on the thread count or on which rows share a batch.
    LayerNorm and RMSNorm also take:
      NBWD_STATS_DST_RSTD       backward from the forward output (Apex's
@@ -340,7 +344,18 @@
    chosen independently. f16 stats and params follow the Ascend document
    (same width as the data). Any other combination: NBWD_ERR_BAD_DTYPE.
    All arithmetic is fp32 (per-row and per-channel scalars in fp64); 16-bit
-   values are widened on load and rounded to nearest even on store.
+   values are widened on load and rounded to nearest even on store. The
+   intermediates are fp32 too, so a row's (set's, channel's) diff_src can
+   come out infinite or NaN where its value would be finite if one of
+   them passes FLT_MAX: g = dy * gamma, a row's sums of g and g * xhat,
+   GroupNorm's folded term (mean(g) + xhat mean(g xhat)) / gamma (a
+   channel where mean(g) / gamma or mean(g xhat) / gamma alone is not
+   finite takes the unfolded path; their sum can still pass FLT_MAX).
+   BatchNorm's per-channel scale rstd * gamma is one fp32 value:
+   below FLT_MIN (a subnormal) it keeps fewer than 24 bits. None of these
+   arise unless some |dy * gamma| or |x - mean| * |dy * gamma| is beyond
+   about 1e30, or (GroupNorm) a gamma is about 1e30 times smaller than its
+   set's mean(g).
 
    ============================================================================
    STRIDES, ALIASING, ZERO SIZES
@@ -2424,7 +2439,10 @@ NBWD__KFN void NBWD__KF(nbwd__ln_none_body)(const nbwd__rows *r, int dt, nbwd__c
                 NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, prefetch, m);
             dm = r->rms ? 0.0 : m[0] * inv_n;
             var = m[1] * inv_n - dm * dm;
-            if (dm * dm > var) { /* (never with rms: dm = 0) */
+            /* also where the squares about a far shift passed FLT_MAX (an
+               outlying first vector) in a row whose deviations from its
+               mean do not (never with rms: dm = 0, the shift is 0) */
+            if (dm * dm > var || (!r->rms && !(var - var == 0.0))) {
                 shift = (float)((double)shift + dm);
                 NBWD__K(nbwd__moments_row)(x, dy, dt, n, shift, cols.gamma, 0, m); /* (the row is in cache now) */
                 dm = m[0] * inv_n;

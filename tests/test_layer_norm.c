@@ -11,8 +11,12 @@ enum { O_DX = 1, O_DG = 2, O_DB = 4, O_ALL = 7 };
 enum { L_DENSE = 0, L_PADDED = 1, L_NEGATIVE = 2, L_ZERO = 3, L_NEG_OUT = 4 };
 /* D_CONSTANT_HUGE: every row constant at +-1e38 to 3.3e38 (the NONE form's
    range holds it: no deviation; the sum of a vector of such x passes
-   FLT_MAX) */
-enum { D_NORMAL = 0, D_BIG_MEAN = 1, D_CONSTANT = 2, D_CONSISTENT = 3, D_GAMMA1 = 4, D_CONSTANT_HUGE = 5 };
+   FLT_MAX). D_FAR_HEAD: normal rows whose first 16 elements are 3e18, or
+   whose first is 7e18 (the NONE form's shift, the mean of the first
+   vector, lies so far out that the squares about it pass FLT_MAX on every
+   path; the squared deviations from the mean do not) */
+enum { D_NORMAL = 0, D_BIG_MEAN = 1, D_CONSTANT = 2, D_CONSISTENT = 3, D_GAMMA1 = 4, D_CONSTANT_HUGE = 5,
+       D_FAR_HEAD = 6 };
 enum { IP_NONE = 0, IP_DY = 1, IP_X = 2 };
 /* the forms that take x (or xhat) and the statistics, and NONE: x alone
    (DST_RSTD has cases of its own) */
@@ -219,6 +223,9 @@ static int ln_run(const ln_cfg *c) {
             xd = NULL;
         } else {
             t_buf_fill_normal(&bx, &rng, mu, sigma);
+            if (c->data == D_FAR_HEAD) /* even rows: 16 elements at 3e18; odd rows: the first at 7e18 */
+                for (r = 0; r < rows; ++r)
+                    for (i = 0; i < (r % 2 ? 1 : 16) && i < n; ++i) t_buf_set(&bx, r * n + i, r % 2 ? 7e18 : 3e18);
         }
     }
     t_buf_fill_normal(&bdy, &rng, 0.0, 1.0);
@@ -943,6 +950,17 @@ static void ln_degenerate(void) {
             c.seed = ++g_seed;
             ln_run(&c);
         }
+    /* NONE: a first vector far from the rest (summed again around the mean) */
+    for (k = 0; k < N_COMBOS; ++k) {
+        ln_defaults(&c);
+        set_dims(&c, 2, 4, 1024, 0, 0);
+        c.data = D_FAR_HEAD;
+        c.form = NBWD_STATS_NONE;
+        c.dt = k_combos[k].dt; c.sdt = k_combos[k].sdt; c.pdt = k_combos[k].pdt;
+        if (c.dt == NBWD_F16) continue; /* (f16 holds no such x) */
+        c.seed = ++g_seed;
+        ln_run(&c);
+    }
     /* tiny and large epsilon */
     for (k = 0; k < N_COMBOS; ++k) {
         ln_defaults(&c);
