@@ -354,8 +354,8 @@
    BatchNorm's per-channel scale rstd * gamma is one fp32 value:
    below FLT_MIN (a subnormal) it keeps fewer than 24 bits. None of these
    arise unless some |dy * gamma| or |x - mean| * |dy * gamma| is beyond
-   about 1e30, or (GroupNorm) a gamma is about 1e30 times smaller than its
-   set's mean(g).
+   about 1e30, or (GroupNorm) a channel's |mean(g) / gamma| or |mean(g
+   xhat) / gamma| comes near FLT_MAX.
 
    ============================================================================
    STRIDES, ALIASING, ZERO SIZES
