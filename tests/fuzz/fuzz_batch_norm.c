@@ -457,11 +457,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 double xh = form == 2 ? xv : (xv - mean) * rstd;
                 sdy += yv; sdyx += yv * xh; ady += fabs(yv); adyx += fabs(yv * xh);
             }
-            /* the manual's NaN/Inf paragraph: where |mean| * rstd passes
-               FLT_MAX, a partial vector's lanes past an NCX plane have an
-               infinite xhat and the SIMD paths' sum dy * xhat may be NaN:
-               dx (but with global statistics) and dgamma unspecified */
-            wide = form != 2 && !(fabs(mean) * fabs(rstd) < 0.25 * FLT_MAX);
+            /* (the XHAT form has no mean; with global statistics dx takes
+               no sum: still checked) */
+            wide = form != 2 && !fz_partial_lanes_finite(mean, rstd);
             if (w.t[T_DX].present && M > 0 && fabs(rstd * gm) < 1e30 && (global || (fabs(sdyx) < 1e30 && !wide))) {
                 for (e = 0; e < M; ++e) {
                     double xv = fz_load(xb, tx->dt, fz_offset(rank, dims, tx->st, LIN(e)));

@@ -420,21 +420,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        diff_gamma are then unspecified (rstd 0: 0, or NaN);
                        diff_beta and the other sets are still checked. The
                        bound is fuzz_layer_norm.c's, with the same margin. */
-                    if (!((double)(K + 1) * s2 < 0.25 * FLT_MAX)) {
-                        set_range = 0;
-                        for (c = gi * Cg; c < (gi + 1) * Cg; ++c) dgo[c] = 1;
-                    }
+                    if (!((double)(K + 1) * s2 < 0.25 * FLT_MAX)) set_range = 0;
                 }
                 rstd = form == 0 || form == 4 ? (double)(float)(1.0 / sqrt(spread + (double)d.epsilon)) /* one fp32 value */
                        : form == 2 ? 1.0 / spread : spread;
-                /* the manual's NaN/Inf paragraph: where |mean| * rstd passes
-                   FLT_MAX, a partial vector's lanes past an NCX plane have an
-                   infinite xhat and the SIMD paths' sums may be NaN: the
-                   set's dx and its channels' dgamma unspecified */
-                if (!(fabs(mean) * fabs(rstd) < 0.25 * FLT_MAX)) {
-                    set_range = 0;
-                    for (c = gi * Cg; c < (gi + 1) * Cg; ++c) dgo[c] = 1;
-                }
+                if (!fz_partial_lanes_finite(mean, rstd)) set_range = 0;
+                for (c = gi * Cg; c < (gi + 1) * Cg && !set_range; ++c) dgo[c] = 1;
                 for (c = gi * Cg; c < (gi + 1) * Cg; ++c) {
                     double gm = use_gamma ? fz_load(fz_snap_base(&w, T_GAMMA), w.t[T_GAMMA].dt, c * cst[T_GAMMA]) : 1.0;
                     for (e = 0; e < S; ++e) {
