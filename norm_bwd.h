@@ -83,7 +83,10 @@
    0.91-1.05x of it (calls under 0.1 ms split over threads down to
    0.67x), 16-bit rows out of cache 0.51-0.97x (LayerNorm rows of 768
    the slowest: the saved forms keep such 16-bit rows' g and xhat in
-   f32, this form converts x and dy again); diff_gamma and diff_beta add
+   f32, this form converts x and dy again); rows of a few dozen
+   elements 0.38-0.50x (500000 x 24 on a Zen 3: the saved forms have
+   narrow-row kernels, this form takes the wide rows' loop and is still
+   1.6x a ggml-style loop); diff_gamma and diff_beta add
    a pass over the row, from the cache (with them about 1.1-1.4x the
    saved call's time). GroupNorm: a pass over x before the backward
    (mean and variance by the corrected two-pass algorithm per NCX plane,
