@@ -508,11 +508,7 @@
    diff_src and the diff_gamma/diff_beta entries it feeds (one in
    diff_residual: only its own diff_src element); a bad value in one
    BatchNorm channel changes only that channel's outputs. Variance = +Inf
-   gives rstd = 0 and diff_src = 0 for that set. Where |mean| * rstd
-   passes FLT_MAX (a set constant at 1e38 with epsilon 1e-5, say), the
-   SIMD paths' last, partial vector of a row or plane holds lanes past its
-   end whose xhat = -mean * rstd is infinite, and that set's sums, so its
-   diff_src, can come out NaN (the scalar path: finite).
+   gives rstd = 0 and diff_src = 0 for that set.
    Threads: no global state but the cached CPU detection and the forced path
    (written atomically), and per thread the last error message (thread-local
    storage where the compiler has it: C++11, gcc, clang, MSVC, C11);
@@ -1426,6 +1422,7 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 /* (a one-lane vector has no partial form: the _N names are never called) */
 #define NBWD__V_LOAD_N(p, n) (*(p))
 #define NBWD__V_STORE_N(p, n, v) (*(p) = (v))
+#define NBWD__V_FIRST(v, n) (v)
 #define NBWD__H uint16_t
 #define NBWD__H_LOAD(p) (*(p))
 #define NBWD__H_LOAD_N(p, n) (*(p))
@@ -1476,6 +1473,8 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
      NBWD__V_LOAD_N(p, n)                     the first n lanes (0 < n < VW), the
      NBWD__V_STORE_N(p, n, v)                 others zero; a store writes no other
                                               lane's bytes
+     NBWD__V_FIRST(v, n)                      v's first n lanes (0 < n < VW), the
+                                              others +0
      NBWD__H                                  VW 16-bit values (bf16 or f16 bits)
      NBWD__H_LOAD(p) NBWD__H_STORE(p, h)      VW of them at p
      NBWD__H_LOAD_N(p, n) NBWD__H_STORE_N(p, n, h)   the first n, as V_LOAD_N
@@ -1510,7 +1509,8 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #if !defined(NBWD__KSUFFIX) || !defined(NBWD__KTARGET) || !defined(NBWD__V) || !defined(NBWD__VW) ||            \
     !defined(NBWD__V_ZERO) || !defined(NBWD__V_SET1) || !defined(NBWD__V_ADD) || !defined(NBWD__V_SUB) ||       \
     !defined(NBWD__V_MUL) || !defined(NBWD__V_FMA) || !defined(NBWD__V_HSUM) || !defined(NBWD__V_LOAD) ||       \
-    !defined(NBWD__V_STORE) || !defined(NBWD__V_LOAD_N) || !defined(NBWD__V_STORE_N) || !defined(NBWD__H) ||    \
+    !defined(NBWD__V_STORE) || !defined(NBWD__V_LOAD_N) || !defined(NBWD__V_STORE_N) || !defined(NBWD__V_FIRST) || \
+    !defined(NBWD__H) ||                                                                                        \
     !defined(NBWD__H_LOAD) || !defined(NBWD__H_STORE) || !defined(NBWD__H_LOAD_N) || !defined(NBWD__H_STORE_N) || \
     !defined(NBWD__WIDEN_BF16) || !defined(NBWD__NARROW_BF16)
 #error "norm_bwd.h: a vector layer lacks a required operation (see the KERNEL TEMPLATE's list)"
@@ -1658,13 +1658,17 @@ NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out)
    (dy without gamma) into the chain (sg, sgx), the column partials dg +=
    dy * xhat, db += dy (cols.dg: both or neither), and with keep g and
    xhat kept. The caller loads gamma's vector: the one-pass loop shares it
-   between its two rows. */
+   between its two rows. In a partial vector, xhat's lanes past the row are
+   +0: x loads as 0 there, so xhat = -mean * rstd, infinite where |mean| *
+   rstd passes FLT_MAX, and g (0) times it NaN. (A chain starts at +0, so it
+   never holds -0: adding +0 there gives the bits the old +-0 gave.) */
 NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
                                         const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
                                         NBWD__V vgam, NBWD__V *sg, NBWD__V *sgx, float *keep) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     NBWD__V xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
     NBWD__V g = has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy;
+    if (lanes < NBWD__VW) xh = NBWD__V_FIRST(xh, lanes);
     *sg = NBWD__V_ADD(*sg, g);
     *sgx = NBWD__V_FMA(g, xh, *sgx);
     if (keep) {
@@ -2524,6 +2528,7 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
         NBWD__EACH_VEC(v) {
             NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
             xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
+            if (NBWD__LANES(v) < NBWD__VW) xh[v] = NBWD__V_FIRST(xh[v], last); /* (as reduce_at) */
             if (cols.dg) {
                 cdg[v] = NBWD__V_FMA(vdy, xh[v], cdg[v]);
                 cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
@@ -2909,6 +2914,7 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #undef NBWD__V_STORE
 #undef NBWD__V_LOAD_N
 #undef NBWD__V_STORE_N
+#undef NBWD__V_FIRST
 #undef NBWD__V_STREAM
 #undef NBWD__V_FENCE
 #undef NBWD__H

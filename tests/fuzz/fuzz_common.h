@@ -170,14 +170,6 @@ int main(int argc, char **argv) {
 static inline double fz_none_xhat_err(double mean, double rstd, double xh) {
     return ldexp(1.0, -24) * (fabs(mean) * rstd + 32.0 + 16.0 * fabs(xh));
 }
-/* The manual's NaN/Inf paragraph: where |mean| * rstd passes FLT_MAX the
-   lanes past a row's (plane's) end in the last, partial SIMD vector have
-   an infinite xhat, and the SIMD paths' sums of g * xhat may be NaN: that
-   set's diff_src and its share of diff_gamma are unspecified (0 for the
-   forms without a mean). */
-static inline int fz_partial_lanes_finite(double mean, double rstd) {
-    return fabs(mean) * fabs(rstd) < 0.25 * FLT_MAX;
-}
 static inline float fz_eps(fz_rd *r) {
     static const float v[] = {1e-5f, 1e-5f, 1e-3f, 0.0f, -1e-5f, NAN, INFINITY, -INFINITY, 1e-45f, FLT_MAX,
                               0.5f, 1.0f, 1e-30f, -0.0f, 3e38f, 1e-12f};
