@@ -435,7 +435,11 @@
    changes the bits of the others (diff_src alone equals diff_src with the
    parameter gradients). Different ISA paths may differ in the last bits
    (vector-lane order of the sums, FMA use); all stay within the tolerances
-   the tests check against a float64 reference. This holds in any C dialect
+   the tests check against a float64 reference. (A LayerNorm row or NCX
+   plane whose |mean| * rstd passes FLT_MAX, a set constant near 1e38 say,
+   and whose length is not a multiple of the path's vector runs on the
+   scalar kernels, whatever the path: the lanes past its end would make
+   the vector sums NaN.) This holds in any C dialect
    and with any -ffp-contract under gcc (the implementation turns gcc's
    floating-point contraction off: GNU C's default would fuse a multiply and
    an add into an FMA differently in different inlined copies of a kernel;
@@ -1422,7 +1426,6 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 /* (a one-lane vector has no partial form: the _N names are never called) */
 #define NBWD__V_LOAD_N(p, n) (*(p))
 #define NBWD__V_STORE_N(p, n, v) (*(p) = (v))
-#define NBWD__V_FIRST(v, n) (v)
 #define NBWD__H uint16_t
 #define NBWD__H_LOAD(p) (*(p))
 #define NBWD__H_LOAD_N(p, n) (*(p))
@@ -1473,8 +1476,6 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
      NBWD__V_LOAD_N(p, n)                     the first n lanes (0 < n < VW), the
      NBWD__V_STORE_N(p, n, v)                 others zero; a store writes no other
                                               lane's bytes
-     NBWD__V_FIRST(v, n)                      v's first n lanes (0 < n < VW), the
-                                              others +0
      NBWD__H                                  VW 16-bit values (bf16 or f16 bits)
      NBWD__H_LOAD(p) NBWD__H_STORE(p, h)      VW of them at p
      NBWD__H_LOAD_N(p, n) NBWD__H_STORE_N(p, n, h)   the first n, as V_LOAD_N
@@ -1509,8 +1510,7 @@ NBWD__INLINE int64_t nbwd__lead_lines(const void *p, int64_t esz, int64_t n, int
 #if !defined(NBWD__KSUFFIX) || !defined(NBWD__KTARGET) || !defined(NBWD__V) || !defined(NBWD__VW) ||            \
     !defined(NBWD__V_ZERO) || !defined(NBWD__V_SET1) || !defined(NBWD__V_ADD) || !defined(NBWD__V_SUB) ||       \
     !defined(NBWD__V_MUL) || !defined(NBWD__V_FMA) || !defined(NBWD__V_HSUM) || !defined(NBWD__V_LOAD) ||       \
-    !defined(NBWD__V_STORE) || !defined(NBWD__V_LOAD_N) || !defined(NBWD__V_STORE_N) || !defined(NBWD__V_FIRST) || \
-    !defined(NBWD__H) ||                                                                                        \
+    !defined(NBWD__V_STORE) || !defined(NBWD__V_LOAD_N) || !defined(NBWD__V_STORE_N) || !defined(NBWD__H) ||    \
     !defined(NBWD__H_LOAD) || !defined(NBWD__H_STORE) || !defined(NBWD__H_LOAD_N) || !defined(NBWD__H_STORE_N) || \
     !defined(NBWD__WIDEN_BF16) || !defined(NBWD__NARROW_BF16)
 #error "norm_bwd.h: a vector layer lacks a required operation (see the KERNEL TEMPLATE's list)"
@@ -1658,17 +1658,13 @@ NBWD__KFN void NBWD__K(nbwd__sums_out)(const NBWD__K(nbwd__sums) *s, float *out)
    (dy without gamma) into the chain (sg, sgx), the column partials dg +=
    dy * xhat, db += dy (cols.dg: both or neither), and with keep g and
    xhat kept. The caller loads gamma's vector: the one-pass loop shares it
-   between its two rows. In a partial vector, xhat's lanes past the row are
-   +0: x loads as 0 there, so xhat = -mean * rstd, infinite where |mean| *
-   rstd passes FLT_MAX, and g (0) times it NaN. (A chain starts at +0, so it
-   never holds -0: adding +0 there gives the bits the old +-0 gave.) */
+   between its two rows. */
 NBWD__KFN void NBWD__K(nbwd__reduce_at)(const void *x, const void *dy, int dt, int64_t i, int lanes,
                                         const NBWD__K(nbwd__coef) *c, nbwd__cols cols, int has_gamma,
                                         NBWD__V vgam, NBWD__V *sg, NBWD__V *sgx, float *keep) {
     NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, i, lanes, dt);
     NBWD__V xh = NBWD__XHAT(c, NBWD__K(nbwd__load_data)(x, i, lanes, dt));
     NBWD__V g = has_gamma ? NBWD__V_MUL(vdy, vgam) : vdy;
-    if (lanes < NBWD__VW) xh = NBWD__V_FIRST(xh, lanes);
     *sg = NBWD__V_ADD(*sg, g);
     *sgx = NBWD__V_FMA(g, xh, *sgx);
     if (keep) {
@@ -2528,7 +2524,6 @@ NBWD__KFN void NBWD__KF(nbwd__ln_narrow_body)(const nbwd__rows *r, int dt, nbwd_
         NBWD__EACH_VEC(v) {
             NBWD__V vdy = NBWD__K(nbwd__load_data)(dy, v * NBWD__VW, NBWD__LANES(v), dt);
             xh[v] = NBWD__XHAT(&c, NBWD__K(nbwd__load_data)(x, v * NBWD__VW, NBWD__LANES(v), dt));
-            if (NBWD__LANES(v) < NBWD__VW) xh[v] = NBWD__V_FIRST(xh[v], last); /* (as reduce_at) */
             if (cols.dg) {
                 cdg[v] = NBWD__V_FMA(vdy, xh[v], cdg[v]);
                 cdb[v] = NBWD__V_ADD(vdy, cdb[v]);
@@ -2914,7 +2909,6 @@ static NBWD__KTARGET void NBWD__KF(nbwd__narrow)(const float *src, uint16_t *dst
 #undef NBWD__V_STORE
 #undef NBWD__V_LOAD_N
 #undef NBWD__V_STORE_N
-#undef NBWD__V_FIRST
 #undef NBWD__V_STREAM
 #undef NBWD__V_FENCE
 #undef NBWD__H
@@ -3091,12 +3085,81 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
     {nbwd__relu_lanes_neon, nbwd__relu_lanes_neon, nbwd__relu_lanes_neon}, nbwd__bn_narrow_cols_neon};
 #endif
 
+/* A set the vector kernels must not sum: its row or plane of n elements
+   ends in a partial vector, whose lanes past the end load x as 0 and so
+   take xhat = -xm * xs, and |xm * xs| passes FLT_MAX (a set constant near
+   1e38 with epsilon 1e-5: in range, xhat 0): g (0 there) times that
+   infinity would make the set's sums NaN. Such a set runs on the scalar
+   kernels, alone; the choice depends on the set itself, so its bits do not
+   depend on how sets are batched or threaded. NBWD__ENDS_PARTIAL: n is not
+   a multiple of the path's vector (once per batch); NBWD__XHAT_OVERFLOWS:
+   the product is infinite (the cast rounds it to float where float
+   arithmetic runs wider, as the vectors' does). */
+#define NBWD__ENDS_PARTIAL(k, n)                                                                                     \
+    ((n) % ((k)->isa == NBWD_ISA_AVX512 || (k)->isa == NBWD_ISA_AVX512_BF16 ? 16                                   \
+            : (k)->isa == NBWD_ISA_AVX2                                     ? 8                                    \
+            : (k)->isa == NBWD_ISA_SCALAR                                   ? 1                                    \
+                                                                            : 4) !=                                \
+     0)
+#define NBWD__XHAT_OVERFLOWS(xm, xs) ((float)((xm) * (xs)) - (float)((xm) * (xs)) != 0.0f && (xm) * (xs) == (xm) * (xs))
+/* Rows [a, b) of a batch as a batch of their own */
+NBWD__PLAN_FN
+static void nbwd__run_ln_rows_of(const nbwd__kernels *k, const nbwd__rows *rows, int64_t a, int64_t b) {
+    nbwd__rows sub;
+    memcpy(&sub, rows, offsetof(nbwd__rows, x_off));
+    sub.count = b - a;
+    memcpy(sub.x_off, rows->x_off + a, (size_t)(b - a) * sizeof sub.x_off[0]);
+    memcpy(sub.dy_off, rows->dy_off + a, (size_t)(b - a) * sizeof sub.dy_off[0]);
+    memcpy(sub.dx_off, rows->dx_off + a, (size_t)(b - a) * sizeof sub.dx_off[0]);
+    memcpy(sub.xm, rows->xm + a, (size_t)(b - a) * sizeof sub.xm[0]);
+    memcpy(sub.xs, rows->xs + a, (size_t)(b - a) * sizeof sub.xs[0]);
+    memcpy(sub.rstd, rows->rstd + a, (size_t)(b - a) * sizeof sub.rstd[0]);
+    memcpy(sub.res_off, rows->res_off + a, (size_t)(b - a) * sizeof sub.res_off[0]);
+    k->ln_rows[rows->dt](&sub);
+}
+
 /* The drivers' calls into a path's kernels: the table's function for the
-   data type at hand. */
-static void nbwd__run_ln_rows(const nbwd__kernels *k, const nbwd__rows *rows) { k->ln_rows[rows->dt](rows); }
+   data type at hand (LayerNorm rows and NCX planes whose sums would
+   overflow past their end on the scalar kernels instead, in order). */
+NBWD__PLAN_FN
+static void nbwd__run_ln_rows(const nbwd__kernels *k, const nbwd__rows *rows) {
+    int64_t i, a = 0;
+    if (!rows->none && NBWD__ENDS_PARTIAL(k, rows->n))
+        for (i = 0; i < rows->count; ++i)
+            if (NBWD__XHAT_OVERFLOWS(rows->xm[i], rows->xs[i])) {
+                if (a < i) nbwd__run_ln_rows_of(k, rows, a, i);
+                nbwd__run_ln_rows_of(&nbwd__kernels_scalar, rows, i, i + 1);
+                a = i + 1;
+            }
+    if (a == 0) k->ln_rows[rows->dt](rows);
+    else if (a < rows->count) nbwd__run_ln_rows_of(k, rows, a, rows->count);
+}
 static void nbwd__run_bn_rows(const nbwd__kernels *k, const nbwd__rows *rows) { k->bn_rows[rows->dt](rows); }
+/* Planes [a, b) of a run as a run of their own */
+NBWD__PLAN_FN
+static void nbwd__run_planes_reduce_of(const nbwd__kernels *k, const nbwd__planes *planes, int64_t a, int64_t b) {
+    nbwd__planes sub = *planes;
+    const int64_t esz = (int64_t)nbwd__esize(planes->dt);
+    sub.count = b - a;
+    sub.x += a * planes->x_step * esz;
+    sub.dy += a * planes->dy_step * esz;
+    sub.xm += a;
+    sub.xs += a;
+    sub.sums += a * planes->sums_step;
+    k->planes_reduce[planes->dt](&sub);
+}
+NBWD__PLAN_FN
 static void nbwd__run_planes_reduce(const nbwd__kernels *k, const nbwd__planes *planes) {
-    k->planes_reduce[planes->dt](planes);
+    int64_t i, a = 0;
+    if (NBWD__ENDS_PARTIAL(k, planes->n))
+        for (i = 0; i < planes->count; ++i)
+            if (NBWD__XHAT_OVERFLOWS(planes->xm[i], planes->xs[i])) {
+                if (a < i) nbwd__run_planes_reduce_of(k, planes, a, i);
+                nbwd__run_planes_reduce_of(&nbwd__kernels_scalar, planes, i, i + 1);
+                a = i + 1;
+            }
+    if (a == 0) k->planes_reduce[planes->dt](planes);
+    else if (a < planes->count) nbwd__run_planes_reduce_of(k, planes, a, planes->count);
 }
 static void nbwd__run_planes_apply(const nbwd__kernels *k, const nbwd__planes *planes) {
     k->planes_apply[planes->dt](planes);

@@ -323,11 +323,6 @@ static inline void nbwd__sse_store_first(void *p, int bytes, simde__m128i h) {
     nbwd__store_first_bytes(p, bytes, b);
 }
 
-/* v's first n lanes (0 < n < 4), the others +0 */
-static inline simde__m128 nbwd__sse_first(simde__m128 v, int n) {
-    simde__m128i lane = simde_mm_setr_epi32(0, 1, 2, 3);
-    return simde_mm_and_ps(v, simde_mm_castsi128_ps(simde_mm_cmpgt_epi32(simde_mm_set1_epi32(n), lane)));
-}
 static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
     simde__m128i pair = simde_mm_loadl_epi64((const simde__m128i *)(const void *)v);
     simde__m128d d = simde_mm_cvtps_pd(simde_mm_castsi128_ps(pair));
@@ -350,7 +345,6 @@ static inline void nbwd__sse_rstd2(const float *v, float *out, double eps) {
 #define NBWD__V_STORE(p, v) simde_mm_storeu_ps(p, v)
 #define NBWD__V_LOAD_N(p, n) simde_mm_castsi128_ps(nbwd__sse_load_first(p, 4 * (n)))
 #define NBWD__V_STORE_N(p, n, v) nbwd__sse_store_first(p, 4 * (n), simde_mm_castps_si128(v))
-#define NBWD__V_FIRST(v, n) nbwd__sse_first(v, n)
 #define NBWD__V_STREAM(p, v) simde_mm_stream_ps(p, v)
 #define NBWD__V_FENCE() simde_mm_sfence()
 #define NBWD__H simde__m128i /* 4 values in the low 64 bits */
@@ -526,12 +520,6 @@ static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_relu_apply(NBWD__M256 v, u
     return NBWD__MM256(and_ps)(v, NBWD__MM256(castsi256_ps)(m));
 }
 
-/* v's first n lanes (0 < n < 8), the others +0 */
-static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_first(NBWD__M256 v, int n) {
-    NBWD__M256I lane = NBWD__MM256(setr_epi32)(0, 1, 2, 3, 4, 5, 6, 7);
-    return NBWD__MM256(and_ps)(v, NBWD__MM256(castsi256_ps)(NBWD__MM256(cmpgt_epi32)(NBWD__MM256(set1_epi32)(n), lane)));
-}
-
 #define NBWD__KSUFFIX _avx2
 #define NBWD__KTARGET NBWD__TARGET_AVX2
 #define NBWD__V NBWD__M256
@@ -548,7 +536,6 @@ static inline NBWD__TARGET_AVX2 NBWD__M256 nbwd__avx2_first(NBWD__M256 v, int n)
 #define NBWD__V_STORE(p, v) NBWD__MM256(storeu_ps)(p, v)
 #define NBWD__V_LOAD_N(p, n) nbwd__avx2_load_first(p, n)
 #define NBWD__V_STORE_N(p, n, v) nbwd__avx2_store_first(p, n, v)
-#define NBWD__V_FIRST(v, n) nbwd__avx2_first(v, n)
 #define NBWD__V_STREAM(p, v) NBWD__MM256(stream_ps)(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
 #define NBWD__H NBWD__M128I
@@ -776,7 +763,6 @@ static inline NBWD__TARGET_AVX512 NBWD__M512 nbwd__avx512_relu_keep(NBWD__M512 v
 #define NBWD__V_STORE(p, v) NBWD__MM512(storeu_ps)(p, v)
 #define NBWD__V_LOAD_N(p, n) NBWD__512_MASKZ_LOADU_PS(NBWD__AVX512_FIRST(n), p)
 #define NBWD__V_STORE_N(p, n, v) NBWD__512_MASK_STOREU_PS(p, NBWD__AVX512_FIRST(n), v)
-#define NBWD__V_FIRST(v, n) NBWD__MM512(maskz_mov_ps)(NBWD__AVX512_FIRST(n), v)
 #define NBWD__V_STREAM(p, v) NBWD__AVX512_STREAM(p, v)
 #define NBWD__V_FENCE() NBWD__MM(sfence)()
 #define NBWD__H NBWD__M256I
@@ -929,13 +915,6 @@ static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_relu_apply(NBWD
     return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vandq_u32)(NBWD__NEON(vreinterpretq_u32_f32)(v), m));
 }
 
-/* v's first n lanes (0 < n < 4), the others +0 */
-static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_first(NBWD__NT(float32x4_t) v, int n) {
-    static const int32_t lane[4] = {0, 1, 2, 3};
-    NBWD__NT(uint32x4_t) m = NBWD__NEON(vcltq_s32)(NBWD__NEON(vld1q_s32)(lane), NBWD__NEON(vdupq_n_s32)(n));
-    return NBWD__NEON(vreinterpretq_f32_u32)(NBWD__NEON(vandq_u32)(NBWD__NEON(vreinterpretq_u32_f32)(v), m));
-}
-
 /* The neon layer (neon_bf16's table runs its kernels too) */
 #define NBWD__KSUFFIX _neon
 #define NBWD__KTARGET NBWD__TARGET_NEON
@@ -956,7 +935,6 @@ static inline NBWD__TARGET_NEON NBWD__NT(float32x4_t) nbwd__neon_first(NBWD__NT(
 #define NBWD__V_STORE(p, v) NBWD__NEON(vst1q_f32)(p, v)
 #define NBWD__V_LOAD_N(p, n) nbwd__neon_load_first(p, n)
 #define NBWD__V_STORE_N(p, n, v) nbwd__neon_store_first(p, n, v)
-#define NBWD__V_FIRST(v, n) nbwd__neon_first(v, n)
 /* (no non-temporal stores: the template's plain ones) */
 #define NBWD__H NBWD__NT(uint16x4_t)
 #define NBWD__H_LOAD(p) NBWD__NEON(vld1_u16)(p)
