@@ -3093,15 +3093,18 @@ static const nbwd__kernels nbwd__kernels_neon_bf16 = {
    kernels, alone; the choice depends on the set itself, so its bits do not
    depend on how sets are batched or threaded. NBWD__ENDS_PARTIAL: n is not
    a multiple of the path's vector (once per batch); NBWD__XHAT_OVERFLOWS:
-   the product is infinite (the cast rounds it to float where float
-   arithmetic runs wider, as the vectors' does). */
+   xm and xs are finite and their product is not (the cast rounds it to
+   float where float arithmetic runs wider, as the vectors' does). An
+   infinite or NaN mean or rstd stays on the path's kernels: its set's xhat
+   is not finite anyway, and its sum of dy keeps its bits (NaN isolation). */
 #define NBWD__ENDS_PARTIAL(k, n)                                                                                     \
     ((n) % ((k)->isa == NBWD_ISA_AVX512 || (k)->isa == NBWD_ISA_AVX512_BF16 ? 16                                   \
             : (k)->isa == NBWD_ISA_AVX2                                     ? 8                                    \
             : (k)->isa == NBWD_ISA_SCALAR                                   ? 1                                    \
                                                                             : 4) !=                                \
      0)
-#define NBWD__XHAT_OVERFLOWS(xm, xs) ((float)((xm) * (xs)) - (float)((xm) * (xs)) != 0.0f && (xm) * (xs) == (xm) * (xs))
+#define NBWD__XHAT_OVERFLOWS(xm, xs)                                                                               \
+    ((xm) - (xm) == 0.0f && (xs) - (xs) == 0.0f && (float)((xm) * (xs)) - (float)((xm) * (xs)) != 0.0f)
 /* Rows [a, b) of a batch as a batch of their own */
 NBWD__PLAN_FN
 static void nbwd__run_ln_rows_of(const nbwd__kernels *k, const nbwd__rows *rows, int64_t a, int64_t b) {

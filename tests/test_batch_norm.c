@@ -659,7 +659,8 @@ static void bn_data(void) {
                 bn_run(&c);
                 if (c.dt != NBWD_F16 && c.sdt != NBWD_F16) { /* (f16 holds no such x or mean) */
                     /* NCX planes of 30 end in a partial vector, whose lanes
-                       past the plane would have an infinite xhat */
+                       past the plane would have an infinite xhat (such
+                       planes must run elsewhere) */
                     c.data = BD_CONSTANT_HUGE;
                     c.seed = ++g_bseed;
                     bn_run(&c);

@@ -695,7 +695,8 @@ static void gn_data(void) {
                 if (c.dt != NBWD_F16 && c.sdt != NBWD_F16) { /* (f16 holds no such x or mean) */
                     /* sets constant at +-1e38: |mean| * rstd passes FLT_MAX,
                        and NCX planes of 30 end in a partial vector, whose
-                       lanes past the plane would have an infinite xhat */
+                       lanes past the plane would have an infinite xhat
+                       (such planes must run elsewhere) */
                     gn_cfg h = c;
                     h.data = GD_CONSTANT_HUGE;
                     h.seed = ++g_gseed;

@@ -926,8 +926,9 @@ static void ln_degenerate(void) {
     /* constant rows (zero variance), every form and dtype combo; at +-1e38
        the forms with a mean have |mean| * rstd past FLT_MAX, so the lanes
        past a row's end in its last, partial vector would have an infinite
-       xhat (rows of 45: the wide-row loop on every layer; 29 and 11: the
-       narrow-row kernels of the 8- and 16-lane, resp. 4-lane layers) */
+       xhat: such rows (45, 29 and 11 end in one on every vector path)
+       must run elsewhere; widths the wide-row loop (45) and the narrow-row
+       kernels (29, 11) would take */
     for (f = 0; f < 4; ++f)
         for (k = 0; k < N_COMBOS; ++k) {
             static const int64_t widths[3] = {45, 29, 11};
