@@ -158,44 +158,45 @@ double t_f16_to_double(uint16_t h) {
     return table[h];
 }
 
-/* Round |v| (finite, > 0) to p significant bits with minimum exponent emin
-   (quantum 2^(emin - p + 1) below 2^emin), nearest even. */
-static double t_round_format(double a, int p, int emin) {
-    int e = t_ilog2(a); /* a in [2^e, 2^(e+1)) */
-    double q;
-    if (e < emin) e = emin;
-    if (e - p + 1 < -1022) return a; /* far below the format: a / q would not be exact; callers handle tiny a */
-    q = t_pow2(e - p + 1);
-    return nearbyint(a / q) * q; /* a / q exact (power of two); default mode: nearest even */
+/* The encoding, sign left out, of finite a >= 0 rounded to nearest even in
+   a binary format of p significant bits whose least normal exponent is emin
+   (quantum 2^(emin - p + 1) below 2^emin). Integer work on the double's
+   53-bit significand: the bits shifted out decide the rounding, and a carry
+   out of the significand moves the exponent field up by itself (to the
+   infinity encoding past the format's largest finite value, which the
+   callers then clamp). No floating-point division or rounding call: the
+   suites convert every 16-bit element they write through here. */
+static uint32_t t_encode_format(double a, int p, int emin) {
+    uint64_t u, sig, m;
+    int e, shift;
+    memcpy(&u, &a, 8);
+    e = (int)((u >> 52) & 0x7ff);
+    if (e == 0) return 0; /* 0 or a subnormal double: far below half of either format's least subnormal */
+    e -= 1023;            /* a in [2^e, 2^(e+1)) */
+    sig = (u & 0xfffffffffffffULL) | (1ULL << 52);
+    shift = 53 - p + (e < emin ? emin - e : 0);
+    if (shift > 53) return 0; /* a < half the least subnormal */
+    /* nearest even, without a branch on random data: add just under half a
+       quantum, and one more where the kept part is odd, then truncate */
+    m = (sig + (1ULL << (shift - 1)) - 1 + ((sig >> shift) & 1)) >> shift;
+    /* normal: ((e - emin + 1) << (p - 1)) + (m - 2^(p - 1)); subnormal: m */
+    return ((uint32_t)((e < emin ? emin : e) - emin) << (p - 1)) + (uint32_t)m;
 }
 
 uint16_t t_double_to_bf16(double v) {
     uint16_t sign = signbit(v) ? 0x8000u : 0u;
-    double a = fabs(v), r;
-    float f;
-    uint32_t u;
+    uint32_t enc;
     if (isnan(v)) return (uint16_t)(sign | 0x7fc0u);
-    if (a == 0.0) return sign;
-    if (isinf(v)) return (uint16_t)(sign | 0x7f80u);
-    r = t_round_format(a, 8, -126);
-    if (r >= 3.402823669209385e38) return (uint16_t)(sign | 0x7f80u); /* 2^128 */
-    f = (float)r; /* exact: r has 8 significant bits */
-    memcpy(&u, &f, 4);
-    return (uint16_t)(sign | (u >> 16));
+    enc = isinf(v) ? 0x7f80u : t_encode_format(fabs(v), 8, -126);
+    return (uint16_t)(sign | (enc < 0x7f80u ? enc : 0x7f80u));
 }
 
 uint16_t t_double_to_f16(double v) {
     uint16_t sign = signbit(v) ? 0x8000u : 0u;
-    double a = fabs(v), r;
-    int e;
+    uint32_t enc;
     if (isnan(v)) return (uint16_t)(sign | 0x7e00u);
-    if (a == 0.0) return sign;
-    if (isinf(v)) return (uint16_t)(sign | 0x7c00u);
-    r = t_round_format(a, 11, -14);
-    if (r >= 65536.0) return (uint16_t)(sign | 0x7c00u);
-    if (r < t_pow2(-14)) return (uint16_t)(sign | (uint16_t)(r * 16777216.0)); /* subnormal: r / 2^-24 */
-    e = t_ilog2(r); /* r in [2^e, 2^(e+1)) */
-    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)(r * t_pow2(10 - e) - 1024.0));
+    enc = isinf(v) ? 0x7c00u : t_encode_format(fabs(v), 11, -14);
+    return (uint16_t)(sign | (enc < 0x7c00u ? enc : 0x7c00u));
 }
 
 size_t t_esize(nbwd_dtype dt) { return dt == NBWD_F32 ? 4u : 2u; }
