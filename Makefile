@@ -5,7 +5,8 @@
 #                      matrix), check-isa, compile-gate, the examples, the
 #                      packaging and MPI; no compile time is checked
 #                      (hardening, sanitizers, fuzzing, ports: .ci/run)
-#   make examples      build examples/*.c (cc -O2; clang -O0 -fopenmp;
+#   make examples      build examples/*.c (cc -O2, NO_SIMD but for
+#                      quickstart.c; clang -O0 -fopenmp, every path;
 #                      C++11 syntax), run each on the automatic and the scalar
 #                      path against examples/NAME.expected; check that the
 #                      README's example block is examples/quickstart.c
@@ -160,7 +161,8 @@ compile-gate: compile-deps
 compile-cost: compile-deps
 	@BUILD=$(BUILD) tools/compile_cost.sh
 
-# The examples as a user builds them (cc -O2; clang -O0 -fopenmp; C++11
+# The examples as a user builds them (cc -O2, the others than quickstart.c
+# with NORM_BWD_NO_SIMD; clang -O0 -fopenmp with every path; C++11
 # syntax), each run's output against examples/NAME.expected; then the
 # README's example block against examples/quickstart.c (tools/check_examples.sh).
 examples: compile-deps
