@@ -98,6 +98,7 @@
 #endif
 #if defined(NORM_BWD_SIMD_EMULATE)
 #include <simde/x86/avx512.h>
+#include <simde/x86/f16c.h> /* (the sse layer's include, which NORM_BWD_NO_SSE leaves out) */
 #include <simde/arm/neon.h>
 #elif defined(NBWD__SIMD_X86)
 #include <immintrin.h>

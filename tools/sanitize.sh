@@ -220,9 +220,10 @@ san_chain_emulated() {
     D=$OUT/san-clang
     # the layers this CPU lacks, through SIMDe (avx2 is native above); the
     # emulated avx512 in full: its 16-lane sweep runs on the large cases
-    # alone, and CPUs without AVX-512 have no native run of it
+    # alone, and CPUs without AVX-512 have no native run of it (no sse
+    # layer: the native runs have it)
     if build clang-asan-tests-emu "$D/nbwd_tests_emu" clang -std=c99 -O1 $(dbg_of clang) $W -Wno-psabi $(san_of clang) $TEST_DEFS \
-        -DNORM_BWD_SIMD_EMULATE -fopenmp -Itests -I. $TEST_SRC -lm
+        -DNORM_BWD_SIMD_EMULATE -DNORM_BWD_NO_SSE -fopenmp -Itests -I. $TEST_SRC -lm
     then
         for isa in avx512 avx512_bf16 neon; do
             qe=$quick_clang; [ $isa = avx512 ] && qe=
@@ -297,7 +298,7 @@ hardening() {
     joined hardening_emu
 }
 hardening_emulated() {
-    build hardening-emu "$D/test_hardening_emu" $CC -std=c99 -O2 $W -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE \
+    build hardening-emu "$D/test_hardening_emu" $CC -std=c99 -O2 $W -Wno-psabi -fopenmp -DNORM_BWD_SIMD_EMULATE -DNORM_BWD_NO_SSE \
         -I. $HARD -lm -lpthread || return
     for isa in avx2 avx512 avx512_bf16 neon; do
         run "hardening emulated $isa" "$D/test_hardening_emu" --isa $isa --suite nan --suite threads --suite nested
