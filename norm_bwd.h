@@ -983,12 +983,17 @@ NBWD_API nbwd_status nbwd_force_isa(nbwd_isa isa);
    bookkeeping whose speed never shows next to the kernels', compiled at
    -O1 by gcc and for size by clang, which then do not spend their loop and
    inlining passes on it, a good part of the implementation file's compile
-   time (make compile-cost). Each such function carries it, so that its
-   optimisation level moves with it. (Not the drivers' per-batch loops: at
-   -O1 their f16 conversions are calls. The scalar kernels: see
-   NBWD__SCALAR_FORCED_ONLY.) */
+   time (make compile-cost). gcc also skips three of -O1's passes there
+   (points-to and mod/ref analysis, the dominator optimizations), a good
+   part of what that code still costs to compile, with no speed lost on
+   calls of a few microseconds; full redundancy elimination stays (small
+   GroupNorm NXC calls looked slower without it). Each such function
+   carries it, so that its optimisation level moves with it. (Not the
+   drivers' per-batch loops: at -O1 their f16 conversions are calls. The
+   scalar kernels: see NBWD__SCALAR_FORCED_ONLY.) */
 #if defined(NBWD__GCC_NO_CONTRACT) && defined(__OPTIMIZE__)
-#define NBWD__PLAN_FN __attribute__((optimize("O1", "fp-contract=off")))
+#define NBWD__PLAN_FN                                                                                              \
+    __attribute__((optimize("O1", "fp-contract=off", "no-tree-pta", "no-ipa-modref", "no-tree-dominator-opts")))
 #elif defined(__clang__) && defined(__OPTIMIZE__)
 #define NBWD__PLAN_FN __attribute__((minsize))
 #else
