@@ -163,7 +163,7 @@ compile-gate: compile-deps
 compile-cost: compile-deps
 	@BUILD=$(BUILD) tools/compile_cost.sh
 
-# The examples as a user builds them (cc -O2, the others than quickstart.c
+# The examples as a user builds them (cc -O2, all but quickstart.c
 # with NORM_BWD_NO_SIMD; clang -O0 -fopenmp with every path; C++11
 # syntax), each run's output against examples/NAME.expected; then the
 # README's example block against examples/quickstart.c (tools/check_examples.sh).
