@@ -32,8 +32,8 @@ BENCH_BUILD_CMD = mkdir -p $(BENCH_OUT) && \
 bench-build:
 	@$(BENCH_BUILD_CMD)
 
-# PyTorch, where installed (Debian's python3-torch; not installed for you:
-# it is large), times its backward of the RMSNorm, LayerNorm and GroupNorm
+# PyTorch, where installed (Debian's python3-torch, which bench/deps.sh
+# installs as root without its recommended packages), times its backward of the RMSNorm, LayerNorm and GroupNorm
 # rows (GroupNorm has no oneDNN peer, nor has LayerNorm bf16 on a CPU
 # without AVX-512): bench/torch_peer.py, after the table.
 TORCH_GN_SHAPES = gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32
@@ -43,7 +43,7 @@ TORCH_ARGS ?= --shapes rms:32768x4096,rms:8192x1024,rms:64x4096,ln:32768x768,ln:
 	--dtype f32,bf16 \
 	--threads 1,$(shell nproc 2>/dev/null || echo 2)
 bench:
-	@CC="$(CC)" sh bench/deps.sh
+	@CC="$(CC)" TORCH_PYTHON="$(TORCH_PYTHON)" sh bench/deps.sh
 	@$(BENCH_BUILD_CMD)
 	$(BENCH_BIN) $(BENCH_ARGS)
 	@$(TORCH_PYTHON) bench/torch_peer.py $(TORCH_ARGS) || echo "torch_peer: failed (the table above stands)"
