@@ -33,9 +33,10 @@ bench-build:
 	@$(BENCH_BUILD_CMD)
 
 # PyTorch, where installed (Debian's python3-torch, which bench/deps.sh
-# installs as root without its recommended packages), times its backward of the RMSNorm, LayerNorm and GroupNorm
-# rows (GroupNorm has no oneDNN peer, nor has LayerNorm bf16 on a CPU
-# without AVX-512): bench/torch_peer.py, after the table.
+# installs as root without its recommended packages), times its backward
+# of the RMSNorm, LayerNorm and GroupNorm rows (GroupNorm has no oneDNN
+# peer, nor has LayerNorm bf16 on a CPU without AVX-512):
+# bench/torch_peer.py, after the table.
 TORCH_GN_SHAPES = gn-ncx:16x320x64x64/32,gn-nxc:16x320x64x64/32,gn-ncx:16x128x128x128/32
 TORCH_GN_SHAPES := $(TORCH_GN_SHAPES),gn-nxc:16x128x128x128/32,gn-ncx:8x64x128x128/64,gn-nxc:8x64x128x128/64
 TORCH_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
