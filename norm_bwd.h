@@ -5082,6 +5082,84 @@ static void nbwd__bn_finish_unreduced(const nbwd__bn_run *r, int64_t c) {
     nbwd__bn_finish(r, c, r->given_dyx ? r->given_dyx[c] : 0.0f, r->given_dy ? r->given_dy[c] : 0.0f);
 }
 
+/* Channels [c0, c0 + n) of a [C] tensor of type dt with stride st as
+   floats (n <= NBWD__ROW_BATCH) */
+NBWD__PLAN_FN
+static void nbwd__bn_gather(const nbwd__kernels *k, const void *src, int dt, int64_t c0, int64_t st, int64_t n,
+                            float *out) {
+    int64_t off[NBWD__ROW_BATCH], i;
+    if (dt == NBWD_F32 && st == 1) {
+        memcpy(out, (const float *)src + c0, (size_t)n * sizeof(float));
+        return;
+    }
+    for (i = 0; i < n; ++i) off[i] = (c0 + i) * st;
+    nbwd__gather_stats(k, src, dt, off, n, out);
+}
+
+/* Every channel's xm, xs and rstd (in scale): the bits of nbwd__stats
+   channel by channel, a batch of channels at a time: one channel per call,
+   with its double square root and divide, they took most of an [N, C]
+   call of a few rows (bench/NOTES.md). */
+NBWD__PLAN_FN
+static void nbwd__bn_all_stats(const nbwd__bn_run *r, const void *mean, const void *spread) {
+    const nbwd__bn_plan *p = r->p;
+    int64_t c0, i, n;
+    for (c0 = 0; c0 < p->C; c0 += n) {
+        float *xm = r->xm + c0, *xs = r->xs + c0, *rstd = r->scale + c0;
+        n = p->C - c0 < NBWD__ROW_BATCH ? p->C - c0 : NBWD__ROW_BATCH;
+        nbwd__bn_gather(r->k, spread, p->sdt, c0, p->var_st, n, rstd);
+        if (!nbwd__has_mean(p->form)) { /* the input is xhat: (xhat - 0) * 1 is exact */
+            for (i = 0; i < n; ++i) {
+                xm[i] = 0.0f;
+                xs[i] = 1.0f;
+                rstd[i] = (float)(1.0 / (double)rstd[i]); /* 1 / std */
+            }
+            continue;
+        }
+        if (mean) nbwd__bn_gather(r->k, mean, p->sdt, c0, p->mean_st, n, xm);
+        else for (i = 0; i < n; ++i) xm[i] = 0.0f;
+        if (p->form != NBWD_STATS_MEAN_RSTD) r->k->rstd(rstd, rstd, n, (double)p->eps);
+        memcpy(xs, rstd, (size_t)n * sizeof(float));
+    }
+}
+
+/* Every channel finished from its sums (NULL: 0): the bits of nbwd__bn_finish
+   channel by channel, gamma and the parameter gradients a batch at a time. */
+NBWD__PLAN_FN
+static void nbwd__bn_finish_all(const nbwd__bn_run *r, const float *sum_dyx, const float *sum_dy) {
+    const nbwd__bn_plan *p = r->p;
+    const double count = (double)r->count;
+    float gamma[NBWD__ROW_BATCH];
+    int64_t c0, i, n;
+    for (c0 = 0; c0 < p->C; c0 += n) {
+        n = p->C - c0 < NBWD__ROW_BATCH ? p->C - c0 : NBWD__ROW_BATCH;
+        if (r->gamma) nbwd__bn_gather(r->k, r->gamma, p->pdt, c0, p->par.st[NBWD__PG][0], n, gamma);
+        else for (i = 0; i < n; ++i) gamma[i] = 1.0f;
+        for (i = 0; i < n; ++i) r->scale[c0 + i] = r->scale[c0 + i] * gamma[i];
+        if (p->global_stats) {
+            for (i = 0; i < n; ++i) r->mg[c0 + i] = r->mgx[c0 + i] = r->xs[c0 + i] = 0.0f;
+        } else {
+            for (i = 0; i < n; ++i) {
+                r->mg[c0 + i] = sum_dy ? (float)((double)sum_dy[c0 + i] / count) : 0.0f;
+                r->mgx[c0 + i] = sum_dyx ? (float)((double)sum_dyx[c0 + i] / count) : 0.0f;
+            }
+        }
+    }
+    if (!r->dgamma) return;
+    if (p->pdt == NBWD_F32 && sum_dyx && sum_dy) {
+        nbwd__write_params_at(r->k, &p->par, NBWD__PDG, r->dgamma, p->pdt, sum_dyx, p->C, p->accumulate);
+        nbwd__write_params_at(r->k, &p->par, NBWD__PDB, r->dbeta, p->pdt, sum_dy, p->C, p->accumulate);
+        return;
+    }
+    /* 16-bit gradients through the scalar conversion, as before: the SIMDe
+       layers' narrowing may give a NaN another payload */
+    for (c0 = 0; c0 < p->C; ++c0) {
+        nbwd__write_param(r->dgamma, c0 * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx ? sum_dyx[c0] : 0.0f,
+                          p->accumulate);
+        nbwd__write_param(r->dbeta, c0 * p->par.st[NBWD__PDB][0], p->pdt, sum_dy ? sum_dy[c0] : 0.0f, p->accumulate);
+    }
+}
+
 /* NCX: the planes of channels [c0, c1) as the kernels see them, less the
    batch entry (nbwd__ncx_seek) and the reduce or apply part (the caller's).
    Built once per run of entries: planes of a few dozen elements make the
@@ -5627,9 +5705,7 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
            stores over them measured slower there, and no faster on NCX) */
         r.stream = r.want_dx && (double)p.M * (double)C * (double)nbwd__esize(p.dt) >= (double)NORM_BWD_STREAM_BYTES &&
                    (p.nxc ? !mask_in_dx : p.S * (int64_t)nbwd__esize(p.dt) >= NBWD__NCX_STREAM_PLANE_BYTES);
-        for (c = 0; c < C; ++c)
-            nbwd__stats(p.form, p.sdt, p.eps, args->mean, c * p.mean_st, spread, c * p.var_st, &r.xm[c], &r.xs[c],
-                        &r.scale[c]);
+        nbwd__bn_all_stats(&r, args->mean, spread);
         if (p.nxc) {
             int64_t b;
             /* x, dy, dx (and dst) */
@@ -5639,10 +5715,8 @@ static nbwd_status nbwd__batch_norm_bwd(const nbwd_batch_norm_bwd_desc *desc, co
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 0));
                 nbwd__sum_blocks(r.k, r.partials, p.nblocks, 2 * C, desc->num_threads);
             }
-            for (c = 0; c < C; ++c) {
-                if (r.reduce) nbwd__bn_finish(&r, c, r.partials[c], r.partials[C + c]);
-                else nbwd__bn_finish_unreduced(&r, c);
-            }
+            if (r.reduce) nbwd__bn_finish_all(&r, r.partials, r.partials + C);
+            else nbwd__bn_finish_all(&r, r.given_dyx, r.given_dy);
             if (r.want_dx) {
                 threads = nbwd__pick_threads(desc->num_threads, p.M * C, p.nblocks);
                 NBWD__PARALLEL_FOR(threads, b, p.nblocks, nbwd__bn_nxc_block(&r, b, 1));

@@ -777,6 +777,7 @@ static void bn_large_threads(void) {
     { /* wide channel counts (NXC column tails) and one long NCX plane */
         static const int64_t sp1[1] = {3}, plane[2] = {512, 513};
         bn_cfg c;
+        int i;
         bn_defaults(&c);
         bn_shape(&c, NBWD_NXC, 7, 1000, 1, sp1);
         c.dt = NBWD_F16;
@@ -787,6 +788,26 @@ static void bn_large_threads(void) {
         c.form = NBWD_STATS_MEAN_RSTD;
         c.seed = ++g_bseed;
         bn_run(&c);
+        /* the channels' statistics and parameters are read and written 64
+           at a time: several batches and a partial one, strided (negative
+           for gamma and diff_beta), 16-bit, accumulated, through reduce +
+           apply, and frozen */
+        for (i = 0; i < 3; ++i) {
+            static const int64_t Ns[3] = {5, 6, 4}, Cs[3] = {200, 150, 130};
+            static const nbwd_dtype dts[3] = {NBWD_BF16, NBWD_F16, NBWD_F32};
+            static const nbwd_stats_form forms[3] = {NBWD_STATS_XHAT_STD, NBWD_STATS_MEAN_RSTD,
+                                                     NBWD_STATS_MEAN_VARIANCE};
+            bn_defaults(&c);
+            bn_shape(&c, i == 2 ? NBWD_NCX : NBWD_NXC, Ns[i], Cs[i], i ? 1 : 0, sp1);
+            c.dt = c.sdt = c.pdt = dts[i];
+            c.form = forms[i];
+            c.strides = i == 0 ? B_NEGATIVE : B_PADDED;
+            c.accumulate = i == 0;
+            c.split = i == 1 ? 2 : 0;
+            c.global_stats = i == 2;
+            c.seed = ++g_bseed;
+            bn_run(&c);
+        }
         if (!g_quick) {
             bn_defaults(&c);
             bn_shape(&c, NBWD_NCX, 1, 3, 2, plane);
