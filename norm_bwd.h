@@ -5123,8 +5123,9 @@ static void nbwd__bn_all_stats(const nbwd__bn_run *r, const void *mean, const vo
     }
 }
 
-/* Every channel finished from its sums (NULL: 0): the bits of nbwd__bn_finish
-   channel by channel, gamma and the parameter gradients a batch at a time. */
+/* Every channel finished from its sums (NULL only with frozen statistics
+   and no parameter gradients): the bits of nbwd__bn_finish channel by
+   channel, gamma and the parameter gradients a batch at a time. */
 NBWD__PLAN_FN
 static void nbwd__bn_finish_all(const nbwd__bn_run *r, const float *sum_dyx, const float *sum_dy) {
     const nbwd__bn_plan *p = r->p;
@@ -5140,13 +5141,13 @@ static void nbwd__bn_finish_all(const nbwd__bn_run *r, const float *sum_dyx, con
             for (i = 0; i < n; ++i) r->mg[c0 + i] = r->mgx[c0 + i] = r->xs[c0 + i] = 0.0f;
         } else {
             for (i = 0; i < n; ++i) {
-                r->mg[c0 + i] = sum_dy ? (float)((double)sum_dy[c0 + i] / count) : 0.0f;
-                r->mgx[c0 + i] = sum_dyx ? (float)((double)sum_dyx[c0 + i] / count) : 0.0f;
+                r->mg[c0 + i] = (float)((double)sum_dy[c0 + i] / count);
+                r->mgx[c0 + i] = (float)((double)sum_dyx[c0 + i] / count);
             }
         }
     }
     if (!r->dgamma) return;
-    if (p->pdt == NBWD_F32 && sum_dyx && sum_dy) {
+    if (p->pdt == NBWD_F32) {
         nbwd__write_params_at(r->k, &p->par, NBWD__PDG, r->dgamma, p->pdt, sum_dyx, p->C, p->accumulate);
         nbwd__write_params_at(r->k, &p->par, NBWD__PDB, r->dbeta, p->pdt, sum_dy, p->C, p->accumulate);
         return;
@@ -5154,9 +5155,8 @@ static void nbwd__bn_finish_all(const nbwd__bn_run *r, const float *sum_dyx, con
     /* 16-bit gradients through the scalar conversion, as before: the SIMDe
        layers' narrowing may give a NaN another payload */
     for (c0 = 0; c0 < p->C; ++c0) {
-        nbwd__write_param(r->dgamma, c0 * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx ? sum_dyx[c0] : 0.0f,
-                          p->accumulate);
-        nbwd__write_param(r->dbeta, c0 * p->par.st[NBWD__PDB][0], p->pdt, sum_dy ? sum_dy[c0] : 0.0f, p->accumulate);
+        nbwd__write_param(r->dgamma, c0 * p->par.st[NBWD__PDG][0], p->pdt, sum_dyx[c0], p->accumulate);
+        nbwd__write_param(r->dbeta, c0 * p->par.st[NBWD__PDB][0], p->pdt, sum_dy[c0], p->accumulate);
     }
 }
 
